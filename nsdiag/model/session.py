@@ -1,0 +1,68 @@
+"""The Session: tidy tables of one profiled program, independent of the input format."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from nsdiag.model.catalogue import CATALOGUE, IDENTITY_COLUMNS
+
+RULE_RESULT_COLUMNS = ("id", "section", "rule", "type", "message", "speedup_type", "speedup")
+TIMELINE_COLUMNS = ("kind", "start_ns", "end_ns", "duration_ns", "device", "context", "stream",
+                    "name", "bytes", "copy_kind", "src_kind", "dst_kind", "correlation_id",
+                    "grid", "block", "nvtx_range", "process_id")
+API_COLUMNS = ("name", "start_ns", "end_ns", "duration_ns", "thread_id", "process_id",
+               "correlation_id", "is_sync")
+NVTX_COLUMNS = ("name", "start_ns", "end_ns", "duration_ns", "thread_id", "process_id", "domain", "depth")
+
+
+def empty_frame(columns: tuple[str, ...]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype="object") for c in columns})
+
+
+@dataclass
+class Session:
+    """One profiled program.
+
+    kernels:      one row per profiled kernel launch: identity columns and canonical metrics
+                  (base units). Missing metrics are NaN columns or absent, never errors.
+    raw:          every ncu metric of each launch by its ncu name, base units, same row order as
+                  `kernels` (so nothing a report held is lost).
+    raw_units:    ncu metric name -> base unit.
+    rule_results: ncu's own rule results (a second opinion), one row per rule message.
+    timeline:     GPU activities from nsys (kernels, copies, memsets).
+    api_calls:    CUDA runtime/driver calls from nsys (synchronisation among them).
+    nvtx_ranges:  NVTX push/pop and start/end ranges.
+    meta:         device, tool versions, command line, sources.
+    """
+
+    kernels: pd.DataFrame = field(default_factory=lambda: empty_frame(IDENTITY_COLUMNS))
+    raw: pd.DataFrame = field(default_factory=pd.DataFrame)
+    raw_units: dict[str, str] = field(default_factory=dict)
+    rule_results: pd.DataFrame = field(default_factory=lambda: empty_frame(RULE_RESULT_COLUMNS))
+    timeline: pd.DataFrame = field(default_factory=lambda: empty_frame(TIMELINE_COLUMNS))
+    api_calls: pd.DataFrame = field(default_factory=lambda: empty_frame(API_COLUMNS))
+    nvtx_ranges: pd.DataFrame = field(default_factory=lambda: empty_frame(NVTX_COLUMNS))
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # The model checks its own invariant: raw rows line up with kernel rows.
+        if len(self.raw) and len(self.raw) != len(self.kernels):
+            raise ValueError(f"raw has {len(self.raw)} rows but kernels has {len(self.kernels)}")
+
+    @property
+    def metric_columns(self) -> list[str]:
+        return [c for c in self.kernels.columns if c in CATALOGUE]
+
+    def has_kernels(self) -> bool:
+        return len(self.kernels) > 0
+
+    def has_timeline(self) -> bool:
+        return len(self.timeline) > 0
+
+    def metric(self, name: str) -> pd.Series:
+        """A canonical metric column, NaN where the reports lacked it."""
+        if name in self.kernels.columns:
+            return self.kernels[name]
+        return pd.Series(float("nan"), index=self.kernels.index, name=name)

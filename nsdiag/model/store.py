@@ -1,0 +1,80 @@
+"""Save and load a session directory: tidy tables as gzipped CSV plus a JSON manifest.
+
+Floats are written with full precision and read back with pandas' round-trip parser, and each
+column's dtype is recorded, so save -> load gives equal frames.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nsdiag.errors import InputError
+from nsdiag.model.session import Session
+
+MANIFEST = "session.json"
+SCHEMA = "nsdiag.session/1"
+TABLES = ("kernels", "raw", "rule_results", "timeline", "api_calls", "nvtx_ranges")
+
+
+def is_session_dir(path: Path) -> bool:
+    return path.is_dir() and (path / MANIFEST).is_file()
+
+
+def save(session: Session, directory: Path) -> Path:
+    """Write the tidy tables into `directory` (created if needed; other files there are kept)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    tables_dir = directory / "tables"
+    tables_dir.mkdir(exist_ok=True)
+    dtypes: dict[str, dict[str, str]] = {}
+    for name in TABLES:
+        frame: pd.DataFrame = getattr(session, name)
+        dtypes[name] = {str(c): str(t) for c, t in frame.dtypes.items()}
+        frame.to_csv(tables_dir / f"{name}.csv.gz", index=False)
+    manifest = {"schema": SCHEMA, "meta": session.meta, "raw_units": session.raw_units, "dtypes": dtypes,
+                "columns": {name: [str(c) for c in getattr(session, name).columns] for name in TABLES}}
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str))
+    return directory
+
+
+def load(directory: Path) -> Session:
+    try:
+        manifest = json.loads((directory / MANIFEST).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(f"{directory / MANIFEST} is unreadable: {exc}", "re-create the session with nsdiag profile") from exc
+    if manifest.get("schema") != SCHEMA:
+        raise InputError(f"{directory} was written by an incompatible nsdiag ({manifest.get('schema')})",
+                         f"this nsdiag reads {SCHEMA}")
+    tables = {name: _read_table(directory / "tables" / f"{name}.csv.gz", manifest["columns"][name],
+                                manifest["dtypes"][name]) for name in TABLES}
+    return Session(**tables, raw_units=manifest.get("raw_units", {}), meta=manifest.get("meta", {}))
+
+
+def _read_table(path: Path, columns: list[str], dtypes: dict[str, str]) -> pd.DataFrame:
+    if not columns:
+        return pd.DataFrame()
+    try:
+        frame = pd.read_csv(path, float_precision="round_trip", keep_default_na=False, na_values=[""],
+                            dtype={c: "str" for c, t in dtypes.items() if not _is_numeric(t)}, low_memory=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path} is unreadable: {exc}", "re-create the session with nsdiag profile") from exc
+    frame = frame[columns] if set(columns) <= set(frame.columns) else frame
+    for column, dtype in dtypes.items():
+        if column in frame:
+            frame[column] = _restore(frame[column], dtype)
+    return frame
+
+
+def _is_numeric(dtype: str) -> bool:
+    return dtype.startswith(("int", "float", "uint", "bool", "Int", "Float", "UInt"))
+
+
+def _restore(series: pd.Series, dtype: str) -> Any:
+    if dtype == "object":
+        return series.astype(object).where(series.notna(), None) if series.isna().any() else series.astype(object)
+    try:
+        return series.astype(dtype)
+    except (TypeError, ValueError):
+        return series

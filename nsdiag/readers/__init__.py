@@ -1,0 +1,51 @@
+"""Readers: one module per input format, each returning a Session; `load` picks by sniffing."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterable
+
+from nsdiag.errors import InputError
+from nsdiag.model import store
+from nsdiag.model.session import Session
+from nsdiag.readers.merge import merge_sessions
+from nsdiag.readers.text_input import read_text
+
+
+def _sniff_csv(path: Path) -> Callable[[Path], Session]:
+    head = read_text(path)[:200_000]
+    if '"Section Name"' in head and '"Metric Name"' in head:
+        from nsdiag.readers import ncu_details_csv
+        return ncu_details_csv.read
+    if '"ID",' in head:
+        from nsdiag.readers import ncu_raw_csv
+        return ncu_raw_csv.read
+    raise InputError(f"{path} is not a CSV export nsdiag knows",
+                     "expected ncu --csv --page raw or --page details output")
+
+
+def reader_for(path: Path) -> Callable[[Path], Session]:
+    name = path.name.lower()
+    if store.is_session_dir(path):
+        return store.load
+    if path.is_dir():
+        raise InputError(f"{path} is a folder but not an nsdiag session (no session.json)",
+                         "pass the session folder nsdiag profile wrote, or the report files themselves")
+    if not path.exists():
+        raise InputError(f"{path} does not exist", "check the path")
+    if name.endswith((".ncu-rep", ".ncu-repz")):
+        from nsdiag.readers import ncu_rep
+        return ncu_rep.read
+    if name.endswith((".csv", ".csv.gz", ".txt", ".txt.gz", ".log")):
+        return _sniff_csv(path)
+    raise InputError(f"{path}: unknown input type",
+                     "nsdiag reads session folders, .ncu-rep files and ncu CSV exports")
+
+
+def load(paths: str | Path | Iterable[str | Path]) -> Session:
+    """Read one or several inputs into one Session."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    sessions = [reader_for(Path(p))(Path(p)) for p in paths]
+    if not sessions:
+        raise InputError("no input given", "pass a session folder, a .ncu-rep or an ncu CSV export")
+    return sessions[0] if len(sessions) == 1 else merge_sessions(sessions)

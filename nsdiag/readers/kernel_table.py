@@ -1,0 +1,68 @@
+"""Turn identity columns + raw metrics (base units) into a Session; shared by the ncu readers."""
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from nsdiag.model.canonical import canonical_metrics, order_columns
+from nsdiag.model.session import Session, empty_frame, RULE_RESULT_COLUMNS
+
+_DIMS = re.compile(r"-?\d+")
+
+
+def dims_product(text: str) -> float:
+    """'(256, 1, 1)' -> 256.0; NaN when there are no numbers."""
+    numbers = [int(n) for n in _DIMS.findall(str(text))]
+    if not numbers:
+        return float("nan")
+    product = 1
+    for n in numbers:
+        product *= n
+    return float(product)
+
+
+def build_session(identity: pd.DataFrame, raw: pd.DataFrame, raw_units: dict[str, str], *,
+                  source: str, fmt: str, rule_results: pd.DataFrame | None = None,
+                  extra_canonical: pd.DataFrame | None = None) -> Session:
+    identity = identity.reset_index(drop=True).copy()
+    raw = raw.reset_index(drop=True)
+    identity.insert(0, "id", range(len(identity)))
+    if "name" not in identity:
+        identity["name"] = ""
+    if "demangled" not in identity:
+        identity["demangled"] = identity["name"]
+    identity["source"] = source
+    canonical = canonical_metrics(raw)
+    if extra_canonical is not None:
+        for col in extra_canonical.columns:
+            if col not in canonical or canonical[col].isna().all():
+                canonical[col] = extra_canonical[col].reset_index(drop=True).astype("float64")
+    kernels = pd.concat([identity, canonical], axis=1)
+    for dim, column in (("grid", "grid_size"), ("block", "block_size")):
+        if dim in kernels and (column not in kernels or kernels[column].isna().all()):
+            kernels[column] = kernels[dim].map(dims_product)
+    kernels = order_columns(kernels)
+    return Session(
+        kernels=kernels, raw=raw, raw_units=raw_units,
+        rule_results=rule_results if rule_results is not None else empty_frame(RULE_RESULT_COLUMNS),
+        meta={"sources": [{"path": source, "format": fmt}], "device": device_info(kernels, raw)},
+    )
+
+
+def device_info(kernels: pd.DataFrame, raw: pd.DataFrame) -> dict:
+    """Name, compute capability and SM count of the (first) profiled device."""
+    info: dict = {}
+    for col in ("device__attribute_display_name", "device__attribute_device_name"):
+        if col in raw and raw[col].notna().any():
+            info["name"] = str(raw[col].dropna().iloc[0])
+            break
+    if "cc" in kernels and (kernels["cc"].astype(str) != "").any():
+        info["cc"] = str(kernels["cc"].iloc[0])
+    elif "device_compute_capability_major" in kernels:
+        major, minor = kernels["device_compute_capability_major"].iloc[0], kernels["device_compute_capability_minor"].iloc[0]
+        if pd.notna(major):
+            info["cc"] = f"{int(major)}.{int(minor) if pd.notna(minor) else 0}"
+    if "sm_count" in kernels and kernels["sm_count"].notna().any():
+        info["sm_count"] = int(kernels["sm_count"].dropna().iloc[0])
+    return info

@@ -1,0 +1,85 @@
+"""Reader for `ncu --csv --page details` exports: section metrics by label, plus ncu's rule results.
+
+Metric rows carry a section display name and a label ("Duration") or, with
+`--print-metric-name name`, the ncu metric name; rule rows carry the rule id, its type
+(OPT/WRN/INF), message and estimated speedup. Both are kept.
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pandas as pd
+
+from nsdiag.errors import InputError
+from nsdiag.model.canonical import canonical_from_labels
+from nsdiag.model.session import RULE_RESULT_COLUMNS, Session
+from nsdiag.model.units import parse_unit
+from nsdiag.readers.kernel_table import build_session
+from nsdiag.readers.ncu_raw_csv import IDENTITY_HEADERS
+from nsdiag.readers.text_input import csv_block, read_text
+
+_RULE_COLUMNS = {"Rule Name": "rule", "Rule Type": "type", "Rule Description": "message",
+                 "Estimated Speedup Type": "speedup_type", "Estimated Speedup": "speedup"}
+
+
+def read(path: Path) -> Session:
+    text = read_text(path)
+    block = csv_block(text, '"ID",', path, "an ncu details CSV export")
+    try:
+        frame = pd.read_csv(io.StringIO(block), dtype=str, keep_default_na=False)
+    except (ValueError, pd.errors.ParserError) as exc:
+        raise InputError(f"{path}: cannot parse the ncu details table ({exc})", "re-export it with ncu --csv --page details") from exc
+    needed = {"ID", "Section Name", "Metric Name", "Metric Unit", "Metric Value"}
+    if not needed <= set(frame.columns):
+        missing = ", ".join(sorted(needed - set(frame.columns)))
+        raise InputError(f"{path} is not an ncu details-page export (missing columns: {missing})",
+                         "export with ncu --csv --page details --print-details all")
+    if frame.empty:
+        raise InputError(f"{path} has a header but no rows", "profile at least one kernel launch")
+    identity_cols = [h for h in frame.columns if h in IDENTITY_HEADERS]
+    # ID identifies a launch; keep first-seen order.
+    ids = list(dict.fromkeys(frame["ID"]))
+    identity = frame.drop_duplicates("ID").set_index("ID").loc[ids].reset_index()[identity_cols]
+    identity = identity.rename(columns=IDENTITY_HEADERS)
+
+    metric_rows = frame[frame["Metric Name"] != ""]
+    values = pd.to_numeric(metric_rows["Metric Value"].str.replace(",", "", regex=False), errors="coerce")
+    factors = metric_rows["Metric Unit"].map(lambda u: parse_unit(u)[1])
+    metric_rows = metric_rows.assign(value=values * factors,
+                                     base_unit=metric_rows["Metric Unit"].map(lambda u: parse_unit(u)[0]))
+    by_name = metric_rows["Metric Name"].str.contains("__", regex=False)
+
+    # Rows named by ncu metric name go to `raw` as they are.
+    named = metric_rows[by_name]
+    raw = named.pivot_table(index="ID", columns="Metric Name", values="value", aggfunc="first")
+    raw = raw.reindex(ids).reset_index(drop=True)
+    raw.columns.name = None
+    raw_units = dict(zip(named["Metric Name"], named["base_unit"]))
+
+    # Rows named by label are mapped through the catalogue's label table.
+    labelled = metric_rows[~by_name]
+    labelled = labelled.assign(key=labelled["Section Name"] + "/" + labelled["Metric Name"])
+    per_launch = {launch_id: canonical_from_labels(dict(zip(group["key"], group["value"])))
+                  for launch_id, group in labelled.groupby("ID", sort=False)}
+    extra = pd.DataFrame([per_launch.get(launch_id, {}) for launch_id in ids])
+
+    rules = _rule_results(frame, ids)
+    return build_session(identity, raw, raw_units, source=str(path), fmt="ncu-details-csv",
+                         rule_results=rules, extra_canonical=extra)
+
+
+def _rule_results(frame: pd.DataFrame, ids: list[str]) -> pd.DataFrame:
+    if "Rule Name" not in frame:
+        return pd.DataFrame(columns=list(RULE_RESULT_COLUMNS))
+    rows = frame[frame["Rule Name"] != ""]
+    out = rows[["ID", "Section Name", *[c for c in _RULE_COLUMNS if c in rows]]].rename(
+        columns={"Section Name": "section", **_RULE_COLUMNS})
+    position = {launch_id: i for i, launch_id in enumerate(ids)}
+    out.insert(0, "id", out.pop("ID").map(position))
+    if "speedup" in out:
+        out["speedup"] = pd.to_numeric(out["speedup"].str.replace(",", "", regex=False), errors="coerce")
+    for col in RULE_RESULT_COLUMNS:
+        if col not in out:
+            out[col] = None
+    return out[list(RULE_RESULT_COLUMNS)].reset_index(drop=True)
