@@ -47,3 +47,62 @@ def load(inputs: tuple[Path, ...], output: Path) -> None:
     session = load_inputs(inputs)
     store.save(session, output)
     click.echo(f"{len(session.kernels)} kernel launches from {len(inputs)} input(s) -> {output}")
+
+
+def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None):
+    from nsdiag import load as load_inputs
+    from nsdiag.analysis.engine import diagnose
+    from nsdiag.analysis.filters import keep_kernels
+
+    session = load_inputs(inputs)
+    if kernel:
+        session = keep_kernels(session, kernel)
+    return session, diagnose(session)
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-k", "--kernel", "kernel", metavar="PATTERN", help="only kernels whose name matches this regular expression")
+@click.option("--top", default=3, show_default=True, help="findings shown per kernel")
+@click.option("--top-kernels", default=10, show_default=True, help="kernel signatures shown")
+@click.option("--json", "as_json", is_flag=True, help="print the diagnosis as one JSON document (schema nsdiag.diagnosis/1)")
+def explain(inputs: tuple[Path, ...], kernel: str | None, top: int, top_kernels: int, as_json: bool) -> None:
+    """Say what limits each kernel, why, and what to change, ranked by the time a fix would save.
+
+    INPUTS: """ + INPUT_HELP
+    import json
+
+    from nsdiag.render.text import render_text
+
+    _, diagnosis = _diagnose(inputs, kernel)
+    if as_json:
+        click.echo(json.dumps(diagnosis.to_json(), indent=1, allow_nan=False))
+    else:
+        click.echo(render_text(diagnosis, top=top, kernels=top_kernels), nl=False)
+
+
+@main.group(invoke_without_command=True)
+@click.pass_context
+def rules(ctx: click.Context) -> None:
+    """The rule table: `nsdiag rules list`, `nsdiag rules show ID`."""
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(rules_list)
+
+
+@rules.command("list")
+def rules_list() -> None:
+    """One line per rule: id, cause, title."""
+    from nsdiag.analysis.rulespec import default_rules
+
+    for rule in default_rules():
+        click.echo(f"{rule.id}  {rule.scope:7s}  {rule.cause:28s}  {rule.title}")
+
+
+@rules.command("show")
+@click.argument("rule_id")
+def rules_show(rule_id: str) -> None:
+    """The documentation of one rule (by id, e.g. NSD101, or by cause slug)."""
+    from nsdiag.analysis.rulespec import find_rule
+    from nsdiag.render.ruledoc import rule_text
+
+    click.echo(rule_text(find_rule(rule_id)))

@@ -10,8 +10,10 @@ import pandas as pd
 from nsdiag.analysis import verdict
 from nsdiag.analysis.diagnosis import Evidence, Finding, KernelDiagnosis
 from nsdiag.analysis.rulespec import RuleSpec
+from nsdiag.model.names import short_name
 from nsdiag.model.session import Session
 
+_COPY_NAME = re.compile(r"copy", re.IGNORECASE)
 _LAYOUT_NAME = re.compile(
     r"nchw.?to.?nhwc|nhwc.?to.?nchw|transpose|permute|layout|convert_?(?:format|layout)|channels_?last",
     re.IGNORECASE)
@@ -22,30 +24,58 @@ def _bytes(row: pd.Series, column: str) -> float:
     return float(value) if value is not None and not pd.isna(value) else 0.0
 
 
-def _chains(derived: pd.DataFrame, params: dict[str, float]) -> list[list[pd.Series]]:
-    """Runs of consecutive memory-bound launches (same process and stream) where each kernel
-    reads back from DRAM about what the previous one wrote: the intermediate went off chip."""
+def _steps(group: pd.DataFrame) -> list[dict]:
+    """Collapse consecutive launches of one signature into a step: a library often splits one
+    operation into several launches (cuBLAS ran the K=3 GEMM as 16 chunks), and together they
+    read what the previous operation wrote."""
+    steps: list[dict] = []
+    for _, row in group.iterrows():
+        key = (row.get("name"), row.get("grid"), row.get("block"))
+        values = row.to_dict()
+        if steps and steps[-1]["key"] == key:
+            step = steps[-1]
+        else:
+            step = {"key": key, "name": str(row.get("name")), "rows": [], "duration_ns": 0.0,
+                    "read": 0.0, "write": 0.0, "best_bw": 0.0, "bounds": set(), "dram_pcts": []}
+            steps.append(step)
+        step["rows"].append(values)
+        step["duration_ns"] += _bytes(row, "duration_ns")
+        step["read"] += _bytes(row, "dram_read_bytes")
+        step["write"] += _bytes(row, "dram_write_bytes")
+        step["best_bw"] = max(step["best_bw"], _bytes(row, "dram_bytes_per_second"))
+        step["bounds"].add(verdict.classify(values).bound)
+        step["dram_pcts"].append(_bytes(row, "dram_throughput_pct"))
+    return steps
+
+
+def _chains(derived: pd.DataFrame, params: dict[str, float]) -> list[list[dict]]:
+    """Runs of consecutive steps (same process, stream and NVTX range) that are not
+    compute-bound, where each step reads back from DRAM about what the previous one wrote:
+    the intermediate made a round trip through DRAM. Chains whose every kernel already streams
+    at the DRAM roof are left out: ncu does not record which buffers a kernel touched, and
+    independent, already-optimised kernels of equal size match on bytes alone."""
     min_bytes = params.get("min_intermediate_bytes", 1e6)
     min_overlap = params.get("min_read_fraction", 0.5)
+    at_roof = params.get("at_roof_dram_pct", 75.0)
     order = derived.sort_values("id")
-    chains: list[list[pd.Series]] = []
-    keys = [c for c in ("process_id", "stream") if c in order]
-    for _, group in order.groupby(keys, sort=False) if keys else [(None, order)]:
-        current: list[pd.Series] = []
-        for _, row in group.iterrows():
-            is_memory = verdict.classify(row.to_dict()).bound == "memory"
-            if current and is_memory:
-                written = _bytes(current[-1], "dram_write_bytes")
-                read = _bytes(row, "dram_read_bytes")
-                if written >= min_bytes and read >= min_overlap * written:
-                    current.append(row)
-                    continue
+    keys = [c for c in ("process_id", "stream", "nvtx_range") if c in order]
+    chains: list[list[dict]] = []
+    for _, group in (order.groupby(keys, sort=False, dropna=False) if keys else [(None, order)]):
+        current: list[dict] = []
+        for step in _steps(group):
+            # Memory-shaped operations only: compute-bound, launch-bound and tensor-core
+            # kernels (convolutions, real GEMMs) are not what this rule can fuse away.
+            tensor = max(_bytes(pd.Series(r), "pipe_tensor_pct") for r in step["rows"])
+            member = not step["bounds"] & {"compute", "launch"} and tensor < 5
+            if current and member and current[-1]["write"] >= min_bytes and step["read"] >= min_overlap * current[-1]["write"]:
+                current.append(step)
+                continue
             if len(current) >= 2:
                 chains.append(current)
-            current = [row] if is_memory else []
+            current = [step] if member else []
         if len(current) >= 2:
             chains.append(current)
-    return chains
+    return [c for c in chains if min(min(s["dram_pcts"]) for s in c) < at_roof]
 
 
 def fusion_candidates(rule: RuleSpec, session: Session, derived: pd.DataFrame,
@@ -53,13 +83,15 @@ def fusion_candidates(rule: RuleSpec, session: Session, derived: pd.DataFrame,
     ceiling = next((k.roofline.get("measured_dram_ceiling_bytes_per_s") for k in kernels
                     if k.roofline.get("measured_dram_ceiling_bytes_per_s")), None)
     grouped: dict[tuple[str, ...], dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    ranges: dict[tuple[str, ...], set[str]] = defaultdict(set)
     for chain in _chains(derived, rule.params):
-        names = tuple(str(r["name"]) for r in chain)
-        time_ns = sum(_bytes(r, "duration_ns") for r in chain)
-        moved = sum(_bytes(r, "dram_read_bytes") + _bytes(r, "dram_write_bytes") for r in chain)
-        intermediate = sum(min(_bytes(a, "dram_write_bytes"), _bytes(b, "dram_read_bytes")) for a, b in zip(chain, chain[1:]))
+        names = tuple(step["name"] for step in chain)
+        ranges[names].update(str(r.get("nvtx_range") or "") for step in chain for r in step["rows"])
+        time_ns = sum(step["duration_ns"] for step in chain)
+        moved = sum(step["read"] + step["write"] for step in chain)
+        intermediate = sum(min(a["write"], b["read"]) for a, b in zip(chain, chain[1:]))
         remaining = max(moved - 2 * intermediate, 0.0)
-        best_bw = max(_bytes(r, "dram_bytes_per_second") for r in chain)
+        best_bw = max(step["best_bw"] for step in chain)
         stream_bw = max(best_bw, ceiling or 0.0)
         fused_ns = remaining / stream_bw * 1e9 if stream_bw > 0 else time_ns
         g = grouped[names]
@@ -74,7 +106,7 @@ def fusion_candidates(rule: RuleSpec, session: Session, derived: pd.DataFrame,
         impact = g["saved_ns"] / total_ns if total_ns else 0.0
         if impact < rule.params.get("min_impact", 0.01):
             continue
-        chain_text = " -> ".join(names)
+        chain_text = " -> ".join(short_name(n) for n in names)
         evidence = (
             Evidence("chain_time_ns", g["time_ns"]), Evidence("dram_bytes_moved", g["moved"]),
             Evidence("intermediate_bytes", g["intermediate"], ">=", rule.params.get("min_intermediate_bytes", 1e6)),
@@ -83,19 +115,31 @@ def fusion_candidates(rule: RuleSpec, session: Session, derived: pd.DataFrame,
         findings.append(Finding(
             rule=rule.id, cause=rule.cause, title=rule.title, impact=impact,
             recoverable=g["saved_ns"] / g["time_ns"] if g["time_ns"] else 0.0,
-            message=(f"{len(names)} memory-bound kernels in a row ({chain_text}) pass "
+            message=(f"{len(names)} operations in a row ({chain_text}) pass "
                      f"{g['intermediate'] / 1e6:.0f} MB of intermediates through DRAM (written, then read back): "
                      f"{g['moved'] / 1e6:.0f} MB moved where a fused kernel would move "
                      f"{max(g['moved'] - 2 * g['intermediate'], 0) / 1e6:.0f} MB."),
             fix=rule.fix, impact_basis=rule.impact_basis, evidence=evidence, kernel=names[0],
+            range=", ".join(sorted(r for r in ranges[names] if r)) or None,
             saved_ns=g["saved_ns"], details={"chain": list(names), "occurrences": int(g["occurrences"])},
         ))
     return findings
 
 
+def _is_layout_kernel(k: KernelDiagnosis) -> bool:
+    """Named as a layout conversion, or a copy whose accesses are strided: a plain copy is
+    coalesced on both sides, a transposing one (NCHW <-> NHWC) cannot be on both."""
+    if _LAYOUT_NAME.search(k.demangled) or _LAYOUT_NAME.search(k.name):
+        return True
+    if not _COPY_NAME.search(k.name):
+        return False
+    per_sector = [k.metrics.get(m) for m in ("global_load_bytes_per_sector", "global_store_bytes_per_sector")]
+    return any(v is not None and not math.isnan(v) and 0 < v < 16 for v in per_sector)
+
+
 def layout_conversions(rule: RuleSpec, session: Session, derived: pd.DataFrame,
                        kernels: list[KernelDiagnosis], total_ns: float) -> list[Finding]:
-    matches = [k for k in kernels if _LAYOUT_NAME.search(k.demangled) or _LAYOUT_NAME.search(k.name)]
+    matches = [k for k in kernels if _is_layout_kernel(k)]
     if not matches or not total_ns:
         return []
     time_ns = sum(k.duration_ns for k in matches)
@@ -103,7 +147,7 @@ def layout_conversions(rule: RuleSpec, session: Session, derived: pd.DataFrame,
     if share < rule.params.get("min_share", 0.01):
         return []
     moved = sum((k.metrics.get("dram_bytes") or 0.0) * k.launches for k in matches if not math.isnan(k.metrics.get("dram_bytes", math.nan)))
-    names = ", ".join(f"{k.name} ({k.launches}x, {k.duration_ns / 1e3:.0f} us)" for k in matches[:5])
+    names = ", ".join(f"{short_name(k.name)} ({k.launches}x, {k.duration_ns / 1e3:.0f} us)" for k in matches[:5])
     return [Finding(
         rule=rule.id, cause=rule.cause, title=rule.title, impact=share, recoverable=1.0,
         message=(f"{share * 100:.1f}% of GPU time ({time_ns / 1e3:.0f} us) is spent converting tensor layouts: "

@@ -48,16 +48,33 @@ class Expression:
         return _eval(self.tree.body, values)
 
     def comparisons(self) -> list[Comparison]:
-        found = []
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Compare) and len(node.ops) == 1:
-                left, right = node.left, node.comparators[0]
-                if isinstance(left, ast.Name) and _is_number(right):
-                    found.append(Comparison(left.id, _SYMBOLS[type(node.ops[0])], _number(right)))
-                elif _is_number(left) and isinstance(right, ast.Name):
-                    flipped = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
-                    found.append(Comparison(right.id, flipped[_SYMBOLS[type(node.ops[0])]], _number(left)))
+        """Every `metric OP number` test, with the operator flipped under `not` so the
+        evidence reads as the condition that held (not (x >= 5) shows as x < 5)."""
+        found: list[Comparison] = []
+        _collect(self.tree.body, False, found)
         return found
+
+
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+_FLIPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _collect(node: ast.AST, negated: bool, found: list[Comparison]) -> None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        _collect(node.operand, not negated, found)
+        return
+    if isinstance(node, ast.Compare) and len(node.ops) == 1:
+        left, right, op = node.left, node.comparators[0], _SYMBOLS[type(node.ops[0])]
+        metric, threshold = None, None
+        if isinstance(left, ast.Name) and _is_number(right):
+            metric, threshold = left.id, _number(right)
+        elif _is_number(left) and isinstance(right, ast.Name):
+            metric, threshold, op = right.id, _number(left), _FLIPPED[op]
+        if metric is not None:
+            found.append(Comparison(metric, _NEGATED[op] if negated else op, threshold))
+        return
+    for child in ast.iter_child_nodes(node):
+        _collect(child, negated, found)
 
 
 def _is_number(node: ast.AST) -> bool:

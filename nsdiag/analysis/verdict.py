@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from nsdiag.model.names import short_name
+
 LAUNCH_NS = 5_000.0
 SATURATED_PCT = 60.0
 NEAR_PCT = 5.0
@@ -34,6 +36,7 @@ class Verdict:
     mem_pct: float
     compute_pct: float
     note: str
+    limiter_pct: float = math.nan
 
 
 def _busiest(values: dict[str, float], units: dict[str, str]) -> tuple[str | None, float]:
@@ -82,8 +85,9 @@ def classify(values: dict[str, float]) -> Verdict:
         if not math.isnan(mem_pct) and not math.isnan(cmp_pct) and abs(mem_pct - cmp_pct) < NEAR_PCT:
             notes.append(f"memory {mem_pct:.0f}% and compute {cmp_pct:.0f}% are nearly balanced")
         if is_memory:
-            return Verdict("memory", mem_unit or "memory", mem_pct, cmp_pct, "; ".join(notes))
-        return Verdict("compute", cmp_unit or "sm", mem_pct, cmp_pct, "; ".join(notes))
+            unit_pct = values.get(MEMORY_UNITS.get(mem_unit or "", ""), mem_pct)
+            return Verdict("memory", mem_unit or "memory", mem_pct, cmp_pct, "; ".join(notes), unit_pct)
+        return Verdict("compute", cmp_unit or "sm", mem_pct, cmp_pct, "; ".join(notes), cmp_pct)
     grid, sms = values.get("grid_size"), values.get("sm_count")
     if grid is not None and sms is not None and not math.isnan(grid) and not math.isnan(sms) and grid < sms:
         notes.append(f"{grid:.0f} blocks for {sms:.0f} SMs")
@@ -99,12 +103,13 @@ def _nanmax(a: float | None, b: float | None) -> float:
 
 def sentence(name: str, verdict: Verdict, roofline: dict) -> str:
     """The verdict in one sentence a performance engineer would say."""
+    name = short_name(name)
     pct_roof = roofline.get("pct_of_roof")
     roof = f", at {pct_roof:.0f}% of its roofline" if isinstance(pct_roof, float) and not math.isnan(pct_roof) else ""
     if verdict.bound == "memory":
-        return f"{name} is memory-bound on {verdict.limiter.upper() if verdict.limiter else 'memory'} ({verdict.mem_pct:.0f}% of peak){roof}."
+        return f"{name} is memory-bound on {verdict.limiter.upper() if verdict.limiter else 'memory'} ({verdict.limiter_pct:.0f}% of peak){roof}."
     if verdict.bound == "compute":
-        return f"{name} is compute-bound on the {verdict.limiter} pipe ({verdict.compute_pct:.0f}% of peak){roof}."
+        return f"{name} is compute-bound on the {verdict.limiter} pipe ({verdict.limiter_pct:.0f}% of peak){roof}."
     if verdict.bound == "latency":
         if verdict.limiter == "small_grid":
             why = f", because the grid leaves most SMs idle ({verdict.note})"

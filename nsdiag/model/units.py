@@ -1,7 +1,9 @@
-"""Normalise Nsight Compute units to base units (ns, bytes, bytes/s, Hz, %, counts).
+"""Normalise Nsight Compute units to base units (ns, byte, byte/s, hz, %, counts).
 
-ncu prints base units with `--print-units base` ("nsecond", "byte", "byte/second") and rescaled
-ones by default ("usecond", "Mbyte", "Gbyte/second", "Ghz"). Prefixes are decimal (SI).
+ncu prints base units with `--print-units base` ("ns", "byte", "byte/s", "sector/s") and
+rescaled ones by default ("us", "Mbyte", "Gbyte/s", "Ghz", "sector/ns", "Kbyte/block",
+"%/Kbyte"); older versions spell time "nsecond"/"usecond". Prefixes are decimal (SI); the
+binary "Kibyte" family is 1024-based. A compound unit scales numerator and denominator.
 """
 from __future__ import annotations
 
@@ -9,40 +11,38 @@ import re
 from functools import lru_cache
 
 _PREFIX = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_TIME_SCALE_TO_NS = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9,
-                     "ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
-_TIME_PER_SECOND = {"nsecond": 1e9, "usecond": 1e6, "msecond": 1e3, "second": 1.0}
-_BYTE_WORD = re.compile(r"^([KMGTP]?)(i?)byte$")
+_TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
+            "s": 1e9, "second": 1e9}
+_BYTE = re.compile(r"^([KMGTP]?)(i?)byte$")
+_COUNTS = ("cycle", "inst", "sector", "request", "warp", "thread", "block", "wavefront", "register")
 
 
 @lru_cache(maxsize=None)
 def parse_unit(unit: str) -> tuple[str, float]:
     """Return (base unit, factor) so that value_in_base = value * factor.
 
-    Unknown units are returned unchanged with factor 1: counts such as "inst", "warp",
-    "sector", "register/thread" or "cycle/usecond" rates we do not need to rescale are
-    kept as ncu printed them.
+    Units nsdiag does not know are kept as printed with factor 1.
     """
     u = (unit or "").strip()
     if u in ("", "%", "none"):
         return u, 1.0
-    if u in _TIME_SCALE_TO_NS:
-        return "nsecond", _TIME_SCALE_TO_NS[u]
     if "/" in u:
         num, den = u.split("/", 1)
-        if den in _TIME_PER_SECOND:
-            base_num, factor = parse_unit(num)
-            return f"{base_num}/second", factor * _TIME_PER_SECOND[den]
-        return u, 1.0
-    m = _BYTE_WORD.match(u)
-    if m:
-        power = 1024.0 if m.group(2) else 1000.0
-        exponent = "KMGTP".index(m.group(1)) + 1 if m.group(1) else 0
+        base_num, f_num = parse_unit(num)
+        if den in _TIME_NS:  # a rate: per second
+            return f"{base_num}/s", f_num * 1e9 / _TIME_NS[den]
+        base_den, f_den = parse_unit(den)
+        return f"{base_num}/{base_den}", f_num / f_den
+    if u in _TIME_NS:
+        return "ns", _TIME_NS[u]
+    match = _BYTE.match(u)
+    if match:
+        power = 1024.0 if match.group(2) else 1000.0
+        exponent = "KMGTP".index(match.group(1)) + 1 if match.group(1) else 0
         return "byte", power**exponent
-    lowered = u.lower()
-    if lowered.endswith("hz"):
-        return "hz", _PREFIX.get(u[0] if len(u) > 2 else "", 1.0)
-    for word in ("cycle", "inst", "sector", "request", "warp", "thread", "block", "wavefront"):
+    if u.lower().endswith("hz") and u[:-2] in _PREFIX:
+        return "hz", _PREFIX[u[:-2]]
+    for word in _COUNTS:
         if u.endswith(word) and u[: -len(word)] in _PREFIX:
             return word, _PREFIX[u[: -len(word)]]
     return u, 1.0

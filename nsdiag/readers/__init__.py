@@ -32,7 +32,7 @@ def reader_for(path: Path) -> Callable[[Path], Session]:
                          "pass the session folder nsdiag profile wrote, or the report files themselves")
     if not path.exists():
         raise InputError(f"{path} does not exist", "check the path")
-    if name.endswith((".ncu-rep", ".ncu-repz")):
+    if name.endswith((".ncu-rep", ".ncu-repz", ".ncu-rep.gz")):
         from nsdiag.readers import ncu_rep
         return ncu_rep.read
     if name.endswith((".csv", ".csv.gz", ".txt", ".txt.gz", ".log")):

@@ -16,7 +16,7 @@ from nsdiag.model.canonical import canonical_from_labels
 from nsdiag.model.session import RULE_RESULT_COLUMNS, Session
 from nsdiag.model.units import parse_unit
 from nsdiag.readers.kernel_table import build_session
-from nsdiag.readers.ncu_raw_csv import IDENTITY_HEADERS
+from nsdiag.readers.ncu_raw_csv import IDENTITY_HEADERS, NVTX_PREFIXES, innermost_nvtx_range
 from nsdiag.readers.text_input import csv_block, read_text
 
 _RULE_COLUMNS = {"Rule Name": "rule", "Rule Type": "type", "Rule Description": "message",
@@ -35,6 +35,9 @@ def read(path: Path) -> Session:
         missing = ", ".join(sorted(needed - set(frame.columns)))
         raise InputError(f"{path} is not an ncu details-page export (missing columns: {missing})",
                          "export with ncu --csv --page details --print-details all")
+    # With --print-details all, ncu also prints section tables (NVLink topology, ...) as
+    # free-form lines inside the CSV; the launch rows are the ones with a numeric ID.
+    frame = frame[frame["ID"].str.strip().str.isdigit()]
     if frame.empty:
         raise InputError(f"{path} has a header but no rows", "profile at least one kernel launch")
     identity_cols = [h for h in frame.columns if h in IDENTITY_HEADERS]
@@ -42,6 +45,10 @@ def read(path: Path) -> Session:
     ids = list(dict.fromkeys(frame["ID"]))
     identity = frame.drop_duplicates("ID").set_index("ID").loc[ids].reset_index()[identity_cols]
     identity = identity.rename(columns=IDENTITY_HEADERS)
+    nvtx_cols = [h for h in frame.columns if h.startswith(NVTX_PREFIXES)]
+    if nvtx_cols:
+        first_rows = frame.drop_duplicates("ID").set_index("ID").loc[ids]
+        identity["nvtx_range"] = first_rows[nvtx_cols].fillna("").agg(" ".join, axis=1).map(innermost_nvtx_range).to_numpy()
 
     metric_rows = frame[frame["Metric Name"] != ""]
     values = pd.to_numeric(metric_rows["Metric Value"].str.replace(",", "", regex=False), errors="coerce")
@@ -58,7 +65,10 @@ def read(path: Path) -> Session:
     raw_units = dict(zip(named["Metric Name"], named["base_unit"]))
 
     # Rows named by label are mapped through the catalogue's label table.
-    labelled = metric_rows[~by_name]
+    # Labels identify a metric only in a section's header and body tables, not inside charts
+    # and breakdowns (Body Item Label set), where the same label can mean another metric.
+    in_chart = metric_rows["Body Item Label"] != "" if "Body Item Label" in metric_rows else False
+    labelled = metric_rows[~by_name & ~in_chart]
     labelled = labelled.assign(key=labelled["Section Name"] + "/" + labelled["Metric Name"])
     per_launch = {launch_id: canonical_from_labels(dict(zip(group["key"], group["value"])))
                   for launch_id, group in labelled.groupby("ID", sort=False)}

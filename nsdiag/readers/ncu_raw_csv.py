@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -21,6 +22,10 @@ IDENTITY_HEADERS = {
 }
 
 
+NVTX_PREFIXES = ("thread Domain:Push/Pop_Range", "Id:Domain:Start/Stop_Range")
+_NVTX_ENTRY = re.compile(r'"([^"]*)"')
+
+
 def read(path: Path) -> Session:
     text = read_text(path)
     block = csv_block(text, '"ID",', path, "an ncu raw CSV export")
@@ -33,21 +38,31 @@ def read(path: Path) -> Session:
     has_units_row = second.startswith('""') or second.startswith(',')
     units_row = next(csv.reader([second])) if has_units_row else [""] * len(header)
     identity = [h for h in header if h in IDENTITY_HEADERS]
+    nvtx_cols = [h for h in header if h.startswith(NVTX_PREFIXES)]
     try:
         frame = pd.read_csv(
             io.StringIO(block), skiprows=[1] if has_units_row else None, thousands=",",
             na_values=["n/a", "N/A", ""], keep_default_na=False, low_memory=False,
-            dtype={h: str for h in identity},
+            dtype={h: str for h in identity + nvtx_cols},
         )
     except (ValueError, pd.errors.ParserError) as exc:
         raise InputError(f"{path}: cannot parse the ncu CSV table ({exc})", "re-export it with ncu --csv --page raw") from exc
     if frame.empty:
         raise InputError(f"{path} has a header but no kernel rows", "profile at least one kernel launch")
     units = dict(zip(header, units_row))
-    metric_cols = [c for c in frame.columns if c not in IDENTITY_HEADERS]
+    metric_cols = [c for c in frame.columns if c not in IDENTITY_HEADERS and c not in nvtx_cols]
     raw, raw_units = _to_base_units(frame[metric_cols], units)
     ident = frame[identity].rename(columns=IDENTITY_HEADERS).fillna("")
+    if nvtx_cols:
+        ident["nvtx_range"] = frame[nvtx_cols].fillna("").agg(" ".join, axis=1).map(innermost_nvtx_range)
     return build_session(ident, raw, raw_units, source=str(path), fmt="ncu-raw-csv")
+
+
+def innermost_nvtx_range(cell: str) -> str:
+    """'714  "<default domain>:naive:none:..." ' -> 'naive' (with --nvtx, ncu lists the ranges
+    enclosing the launch as quoted 'domain:name:payload...' entries, outermost first)."""
+    names = [entry.split(":")[1] for entry in _NVTX_ENTRY.findall(cell) if entry.count(":") >= 1]
+    return names[-1] if names else ""
 
 
 def _to_base_units(metrics: pd.DataFrame, units: dict[str, str]) -> tuple[pd.DataFrame, dict[str, str]]:

@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import ast
+import gzip
+import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +16,8 @@ from nsdiag.model.session import RULE_RESULT_COLUMNS, Session
 from nsdiag.model.units import parse_unit
 from nsdiag.readers.kernel_table import build_session
 
-_RULE_TYPES = {0: "NONE", 1: "OK", 2: "OPT", 3: "WRN", 4: "ERR"}
+# The CSV export prints OK messages as INF; use its words so every input reads the same.
+_RULE_TYPES = {0: "NONE", 1: "INF", 2: "OPT", 3: "WRN", 4: "ERR"}
 _SPEEDUP_TYPES = {0: "", 1: "local", 2: "global"}
 
 
@@ -30,6 +35,19 @@ def _import_ncu_report() -> Any:
 
 def read(path: Path) -> Session:
     ncu_report = _import_ncu_report()
+    if path.name.endswith(".gz"):
+        with tempfile.TemporaryDirectory() as tmp:
+            plain = Path(tmp) / path.name[: -len(".gz")]
+            with gzip.open(path) as src, plain.open("wb") as dst:
+                shutil.copyfileobj(src, dst)
+            session = _read(plain, ncu_report)
+        session.meta["sources"] = [{"path": str(path), "format": "ncu-rep"}]
+        session.kernels["source"] = str(path)
+        return session
+    return _read(path, ncu_report)
+
+
+def _read(path: Path, ncu_report: Any) -> Session:
     try:
         context = ncu_report.load_report(str(path))
     except Exception as exc:  # the SWIG layer raises plain Exceptions
@@ -43,7 +61,7 @@ def read(path: Path) -> Session:
         for action_index in range(report_range.num_actions()):
             action = report_range.action_by_idx(action_index)
             launch = len(identity_rows)
-            identity_rows.append(_identity(action, ncu_report))
+            identity_rows.append(_identity(action, ncu_report, launch))
             raw_rows.append(_metrics(action, raw_units))
             rules.extend(_rules(action, launch))
     if not identity_rows:
@@ -59,14 +77,13 @@ def _value(action: Any, name: str) -> Any:
     return None if metric is None else metric.value()
 
 
-def _identity(action: Any, ncu_report: Any) -> dict[str, Any]:
+def _identity(action: Any, ncu_report: Any, launch: int) -> dict[str, Any]:
     grid = tuple(_value(action, f"launch__grid_dim_{axis}") for axis in "xyz")
     block = tuple(_value(action, f"launch__block_dim_{axis}") for axis in "xyz")
     major = _value(action, "device__attribute_compute_capability_major")
     minor = _value(action, "device__attribute_compute_capability_minor")
     return {
-        "ncu_id": str(action.name and _value(action, "ID") or ""),
-        "process_id": str(_value(action, "launch__process_id") or ""),
+        "ncu_id": str(launch),
         "name": action.name(ncu_report.IAction.NameBase_FUNCTION),
         "demangled": action.name(ncu_report.IAction.NameBase_DEMANGLED),
         "context": str(_value(action, "launch__context_id") or ""),
@@ -105,6 +122,16 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+_LINK = re.compile(r"@(?:section|url|sass):[^:@]*:([^@]*)@")
+
+
+def _flatten_links(text: str) -> str:
+    """ncu's '@section:Id:Text@' / '@url:Text:Link@' markup -> the text, as the CSV export shows it."""
+    def repl(match: re.Match[str]) -> str:
+        return match.group(1).split(":")[0] if match.group(0).startswith("@url") else match.group(1)
+    return re.sub(r"@url:([^:@]*):[^@]*@", r"\1", _LINK.sub(lambda m: m.group(1), text)) if "@" in text else text
+
+
 def _rules(action: Any, launch: int) -> list[dict[str, Any]]:
     rows = []
     for result in action.rule_results_as_dicts():
@@ -117,7 +144,7 @@ def _rules(action: Any, launch: int) -> list[dict[str, Any]]:
             "section": result.get("section_identifier", ""),
             "rule": result.get("rule_identifier", ""),
             "type": _RULE_TYPES.get(message.get("type"), str(message.get("type", ""))),
-            "message": message.get("message", ""),
+            "message": _flatten_links(message.get("message", "")),
             "speedup_type": _SPEEDUP_TYPES.get(speedup.get("type"), "") if speedup else "",
             "speedup": float(speedup["speedup"]) if speedup.get("speedup") is not None else float("nan"),
         })

@@ -1,0 +1,124 @@
+"""Formatting helpers shared by the renderers: numbers with units, missing values, escaping."""
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+MISSING = "–"
+
+# Display labels for the canonical metrics the renderers show (others print their own name).
+METRIC_LABELS: dict[str, str] = {
+    "dram_throughput_pct": "DRAM throughput %", "l2_throughput_pct": "L2 throughput %",
+    "l1_throughput_pct": "L1/TEX throughput %", "shared_throughput_pct": "shared memory throughput %",
+    "memory_throughput_pct": "memory throughput %", "sm_throughput_pct": "SM throughput %",
+    "achieved_occupancy_pct": "achieved occupancy %", "theoretical_occupancy_pct": "theoretical occupancy %",
+    "registers_per_thread": "registers per thread", "waves_per_sm": "waves per SM",
+    "global_load_bytes_per_sector": "bytes used per 32-byte load sector",
+    "global_load_sectors_per_request": "sectors per load request", "l1_hit_rate_pct": "L1 hit rate %",
+    "l2_hit_rate_pct": "L2 hit rate %", "mem_pct": "busiest memory unit %", "compute_pct": "busiest pipe %",
+    "time_share": "share of GPU time", "chain_time_ns": "chain time (ns)",
+    "dram_bytes_moved": "DRAM bytes moved", "intermediate_bytes": "intermediate bytes",
+    "fused_bandwidth_bytes_per_s": "bandwidth a fused kernel would reach (B/s)",
+}
+
+
+def missing(value: Any) -> bool:
+    if value is None:
+        return True
+    try:
+        return math.isnan(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def number(value: Any) -> float | None:
+    """A float, or None for missing / non-numeric values."""
+    if missing(value):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _scaled(value: float, units: list[tuple[float, str]], digits: int = 3) -> str:
+    for scale, unit in units:
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {unit}".replace("e+", "e")
+    scale, unit = units[-1]
+    return f"{value / scale:.{digits}g} {unit}"
+
+
+def time_ns(value: Any) -> str:
+    v = number(value)
+    if v is None:
+        return MISSING
+    return _scaled(v, [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"), (0.0, "ns")])
+
+
+def pct(value: Any, digits: int = 1) -> str:
+    """A value already in percent (0-100)."""
+    v = number(value)
+    return MISSING if v is None else f"{v:.{digits}f}%"
+
+
+def share(value: Any, digits: int = 1) -> str:
+    """A fraction (0-1) printed as percent; tiny shares do not print as 0.0%."""
+    v = number(value)
+    if v is None:
+        return MISSING
+    if 0 < v * 100 < 10 ** -digits:
+        return f"<{10 ** -digits:g}%"
+    return f"{v * 100:.{digits}f}%"
+
+
+def bytes_(value: Any) -> str:
+    v = number(value)
+    if v is None:
+        return MISSING
+    return _scaled(v, [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (0.0, "B")])
+
+
+def rate(value: Any, unit: str) -> str:
+    """FLOP/s, B/s: `rate(4.1e12, "B/s")` -> `4.1 TB/s`."""
+    v = number(value)
+    if v is None:
+        return MISSING
+    return _scaled(v, [(1e15, f"P{unit}"), (1e12, f"T{unit}"), (1e9, f"G{unit}"), (1e6, f"M{unit}"),
+                       (1e3, f"k{unit}"), (0.0, unit)])
+
+
+def num(value: Any, digits: int = 3) -> str:
+    v = number(value)
+    if v is None:
+        return MISSING if not isinstance(value, str) else value
+    if v.is_integer() and abs(v) < 1e15:
+        return f"{int(v):,}"
+    if abs(v) >= 1e6 or (v != 0 and abs(v) < 1e-3):
+        return f"{v:.{digits}e}"
+    return f"{v:.{digits}g}"
+
+
+def metric_value(name: str, value: Any) -> str:
+    """A metric value with its unit guessed from the canonical name's suffix."""
+    if name.endswith("_pct"):
+        return pct(value)
+    if name.endswith("_ns"):
+        return time_ns(value)
+    if name.endswith("_bytes_per_s") or name.endswith("_bytes_per_second"):
+        return rate(value, "B/s")
+    if name.endswith("_bytes"):
+        return bytes_(value)
+    if name in ("time_share", "impact", "recoverable") or name.startswith("stall_share_"):
+        return share(value)
+    return num(value)
+
+
+def metric_label(name: str) -> str:
+    return METRIC_LABELS.get(name, name)
+
+
+def plotly_text(text: Any) -> str:
+    """Escape a program-supplied string for plotly, which renders hover and tick text as HTML."""
+    return html.escape(str(text), quote=False)

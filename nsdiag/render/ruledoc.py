@@ -1,0 +1,30 @@
+"""A rule's documentation as plain text: the same source feeds the CLI, HTML and docs."""
+from __future__ import annotations
+
+from nsdiag.analysis.rulespec import RuleSpec
+
+_HEADINGS = {"detects": "What it detects", "why": "Why it is slow", "fix": "How to fix it",
+             "false_positives": "False positives", "references": "References"}
+
+
+def rule_text(rule: RuleSpec) -> str:
+    lines = [f"{rule.id} {rule.cause}: {rule.title}", f"scope: {rule.scope}"]
+    if rule.condition is not None:
+        lines.append(f"fires when: {rule.condition.source}")
+    if rule.requires:
+        lines.append(f"needs: {', '.join(rule.requires)}")
+    if rule.params:
+        lines.append("thresholds: " + ", ".join(f"{k} = {v:g}" for k, v in rule.params.items()))
+    if rule.impact is not None:
+        lines.append(f"estimated saving (fraction of the kernel's time): {rule.impact.source}")
+    if rule.impact_basis:
+        lines.append(f"  because: {rule.impact_basis}")
+    for key, heading in _HEADINGS.items():
+        value = rule.doc.get(key)
+        lines.append("")
+        lines.append(heading)
+        if isinstance(value, list):
+            lines.extend(f"  - {item}" for item in value)
+        else:
+            lines.append(f"  {value}")
+    return "\n".join(lines)

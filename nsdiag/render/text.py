@@ -1,0 +1,94 @@
+"""Terminal rendering of a Diagnosis (rich tables, returned as a string; the CLI prints it)."""
+from __future__ import annotations
+
+import io
+import math
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
+from nsdiag.model.names import short_name
+
+WIDTH = 120
+
+
+def _fmt_time(ns: float) -> str:
+    if ns is None or math.isnan(ns):
+        return "n/a"
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.1f} us"
+    return f"{ns:.0f} ns"
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.0f}%"
+
+
+def _evidence(finding: Finding) -> str:
+    return "; ".join(e.as_text() for e in finding.evidence if e.value is not None)
+
+
+def _kernel_block(console: Console, kernel: KernelDiagnosis, top: int) -> None:
+    roof = kernel.roofline.get("pct_of_roof")
+    header = Text.assemble(
+        (f"{short_name(kernel.name)}", "bold"),
+        f"  {kernel.launches}x, {_fmt_time(kernel.duration_ns)} ({kernel.time_share * 100:.1f}% of GPU time)",
+        f"  [{kernel.bound}" + (f": {kernel.limiter}" if kernel.limiter else "") + f", {_pct(roof)} of roof]",
+    )
+    console.print(header)
+    console.print(Text(f"  {kernel.verdict}" + (f" ({kernel.verdict_note})" if kernel.verdict_note else "")))
+    for finding in kernel.findings[:top]:
+        console.print(Text.assemble(("  - ", ""), (f"{finding.rule} {finding.cause}", "yellow"),
+                                    f" (saves up to {finding.impact * 100:.1f}% of GPU time)"))
+        console.print(Text(f"      {finding.message}"))
+        console.print(Text(f"      evidence: {_evidence(finding)}", style="dim"))
+        console.print(Text(f"      fix: {finding.fix}", style="green"))
+    if kernel.ncu_rules:
+        first = kernel.ncu_rules[0]
+        speedup = f" (est. {first['speedup_type'] or ''} speedup {first['speedup']:.0f}%)" if first.get("speedup") else ""
+        console.print(Text(f"  ncu's own top rule: {first['rule']}{speedup}", style="dim"))
+
+
+def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
+    """Ranked summary: program findings first when they are worth more, then kernels by time."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=WIDTH, force_terminal=False, color_system=None, highlight=False)
+    device = diagnosis.device
+    console.print(Text(f"nsdiag: {device.get('name', 'unknown device')} (cc {device.get('cc', '?')}, "
+                       f"{device.get('sm_count', '?')} SMs), {len(diagnosis.kernels)} kernel signatures, "
+                       f"{_fmt_time(diagnosis.total_gpu_time_ns)} of profiled GPU time", style="bold"))
+    ceiling = diagnosis.meta.get("measured_dram_ceiling")
+    if ceiling:
+        console.print(Text(f"measured DRAM ceiling: {ceiling['bytes_per_s'] / 1e12:.2f} TB/s "
+                           f"({short_name(ceiling['kernel'])})", style="dim"))
+    ranked = diagnosis.top_findings(5)
+    if ranked:
+        table = Table(title="Worth the most time", show_lines=False, expand=True)
+        for column in ("saves", "where", "rule", "what"):
+            table.add_column(column, overflow="fold")
+        for kernel, finding in ranked:
+            where = short_name(kernel.name) if kernel else (finding.range or "program")
+            table.add_row(f"{finding.impact * 100:.1f}%", where, f"{finding.rule} {finding.cause}", finding.title)
+        console.print(table)
+    if diagnosis.program_findings:
+        console.print(Text("Program findings", style="bold underline"))
+        for finding in diagnosis.program_findings[:top * 2]:
+            where = f" [{finding.range}]" if finding.range else ""
+            console.print(Text.assemble(("- ", ""), (f"{finding.rule} {finding.cause}", "yellow"), where,
+                                        f" (saves up to {finding.impact * 100:.1f}%)"))
+            console.print(Text(f"    {finding.message}"))
+            console.print(Text(f"    fix: {finding.fix}", style="green"))
+    console.print(Text("Kernels by GPU time", style="bold underline"))
+    for kernel in diagnosis.kernels[:kernels]:
+        _kernel_block(console, kernel, top)
+    hidden = len(diagnosis.kernels) - kernels
+    if hidden > 0:
+        console.print(Text(f"... {hidden} more kernel signatures (use --top-kernels or --json to see all)", style="dim"))
+    if diagnosis.skipped_rules:
+        reasons = "; ".join(f"{s.rule}: {s.reason}" for s in diagnosis.skipped_rules[:6])
+        console.print(Text(f"skipped rules: {reasons}", style="dim"))
+    return buffer.getvalue()

@@ -1,0 +1,82 @@
+// nsdiag report: sort the kernel table by a header click, filter its rows by a text box.
+(function () {
+  "use strict";
+
+  function cellKey(cell, numeric) {
+    var raw = cell.hasAttribute("data-v") ? cell.getAttribute("data-v") : cell.textContent;
+    if (!numeric) { return raw.trim().toLowerCase(); }
+    var value = parseFloat(raw);
+    return isNaN(value) ? null : value;
+  }
+
+  function sortTable(table, th) {
+    var column = th.cellIndex;
+    var numeric = th.getAttribute("data-sort") === "num";
+    var current = th.getAttribute("aria-sort");
+    // Numbers sort largest first on the first click, text A to Z.
+    var descending = current ? current === "ascending" : numeric;
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    var keyed = rows.map(function (row, index) {
+      return { row: row, key: cellKey(row.cells[column], numeric), index: index };
+    });
+    keyed.sort(function (a, b) {
+      if (a.key === b.key) { return a.index - b.index; }
+      if (a.key === null) { return 1; }        // missing values last, either direction
+      if (b.key === null) { return -1; }
+      var order = a.key < b.key ? -1 : 1;
+      return descending ? -order : order;
+    });
+    var fragment = document.createDocumentFragment();
+    keyed.forEach(function (item) { fragment.appendChild(item.row); });
+    body.appendChild(fragment);
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (cell) { cell.removeAttribute("aria-sort"); });
+    th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+  }
+
+  Array.prototype.forEach.call(document.querySelectorAll("table.sortable"), function (table) {
+    Array.prototype.forEach.call(table.querySelectorAll("th[data-sort]"), function (th) {
+      th.tabIndex = 0;
+      th.addEventListener("click", function () { sortTable(table, th); });
+      th.addEventListener("keydown", function (event) {
+        if (event.key === "Enter" || event.key === " ") { event.preventDefault(); sortTable(table, th); }
+      });
+    });
+  });
+
+  var filter = document.getElementById("kernel-filter");
+  var table = document.getElementById("kernel-table");
+  var count = document.getElementById("kernel-count");
+  if (filter && table) {
+    var texts = new WeakMap();
+    var rowText = function (row) {
+      if (!texts.has(row)) {
+        var name = row.cells[1];
+        texts.set(row, (row.textContent + " " + (name ? name.title : "")).toLowerCase());
+      }
+      return texts.get(row);
+    };
+    filter.addEventListener("input", function () {
+      var terms = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
+      var shown = 0;
+      var rows = table.tBodies[0].rows;
+      for (var i = 0; i < rows.length; i++) {
+        var text = rowText(rows[i]);
+        var match = terms.every(function (term) { return text.indexOf(term) !== -1; });
+        rows[i].hidden = !match;
+        if (match) { shown++; }
+      }
+      if (count) { count.textContent = shown + " of " + rows.length + " rows"; }
+    });
+  }
+
+  // Plotly sizes charts inside closed <details> at zero width; resize them when they open.
+  Array.prototype.forEach.call(document.querySelectorAll("details"), function (details) {
+    details.addEventListener("toggle", function () {
+      if (!details.open || !window.Plotly) { return; }
+      Array.prototype.forEach.call(details.querySelectorAll(".js-plotly-plot"), function (plot) {
+        window.Plotly.Plots.resize(plot);
+      });
+    });
+  });
+})();
