@@ -16,6 +16,8 @@ from nsdiag.model.session import Session
 
 MANIFEST = "session.json"
 SCHEMA = "nsdiag.session/1"
+MISSING = "#N/A"  # written for missing cells, so an empty string stays an empty string
+_PANDAS_MAJOR = int(pd.__version__.split(".")[0])
 TABLES = ("kernels", "raw", "rule_results", "timeline", "api_calls", "nvtx_ranges")
 
 
@@ -32,7 +34,7 @@ def save(session: Session, directory: Path) -> Path:
     for name in TABLES:
         frame: pd.DataFrame = getattr(session, name)
         dtypes[name] = {str(c): str(t) for c, t in frame.dtypes.items()}
-        frame.to_csv(tables_dir / f"{name}.csv.gz", index=False)
+        frame.to_csv(tables_dir / f"{name}.csv.gz", index=False, na_rep=MISSING)
     manifest = {"schema": SCHEMA, "meta": session.meta, "raw_units": session.raw_units, "dtypes": dtypes,
                 "columns": {name: [str(c) for c in getattr(session, name).columns] for name in TABLES}}
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str))
@@ -55,9 +57,14 @@ def load(directory: Path) -> Session:
 def _read_table(path: Path, columns: list[str], dtypes: dict[str, str]) -> pd.DataFrame:
     if not columns:
         return pd.DataFrame()
+    numeric = [c for c, t in dtypes.items() if _is_numeric(t)]
+    # Strings keep "" as "" (only numeric cells read "" as missing); floats round-trip exactly
+    # (pandas 3 does by default; pandas 2 needs the round-trip parser).
+    options: dict = {} if _PANDAS_MAJOR >= 3 else {"float_precision": "round_trip"}
     try:
-        frame = pd.read_csv(path, float_precision="round_trip", keep_default_na=False, na_values=[""],
-                            dtype={c: "str" for c, t in dtypes.items() if not _is_numeric(t)}, low_memory=False)
+        frame = pd.read_csv(path, keep_default_na=False,
+                            na_values={c: ["", MISSING] if c in numeric else [MISSING] for c in dtypes},
+                            dtype={c: "str" for c in dtypes if c not in numeric}, low_memory=False, **options)
     except (OSError, ValueError) as exc:
         raise InputError(f"{path} is unreadable: {exc}", "re-create the session with nsdiag profile") from exc
     frame = frame[columns] if set(columns) <= set(frame.columns) else frame

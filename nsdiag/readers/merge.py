@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from nsdiag.model.catalogue import IDENTITY_COLUMNS
 from nsdiag.model.session import Session
 
 
@@ -33,6 +34,9 @@ def merge_sessions(sessions: list[Session]) -> Session:
         for key, value in s.meta.items():
             meta.setdefault(key, value)
     merged_kernels = _concat(kernels)
+    for column in IDENTITY_COLUMNS:  # a column one input lacks is "", not missing
+        if column != "id" and column in merged_kernels:
+            merged_kernels[column] = merged_kernels[column].fillna("")
     base = Session()
     return Session(
         kernels=merged_kernels if len(merged_kernels) else base.kernels,

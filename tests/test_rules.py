@@ -1,0 +1,79 @@
+"""The rule table: every rule file loads and is documented; malformed rules fail here."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nsdiag.analysis.rulespec import KERNEL_CAUSES, PROGRAM_CAUSES, load_rules, parse_rule
+from nsdiag.errors import RuleError
+from nsdiag.resources import rules_dir
+
+GOOD_RULE = '''id = "NSD900"
+cause = "dram-bandwidth-saturated"
+title = "t"
+scope = "kernel"
+requires = ["dram_throughput_pct"]
+condition = "dram_throughput_pct >= 60"
+evidence = ["dram_throughput_pct"]
+impact = "0.5"
+message = "m {dram_throughput_pct:.0f}"
+fix = "f"
+[doc]
+detects = "d"
+why = "w"
+fix = "f"
+false_positives = "p"
+references = ["r"]
+'''
+
+
+def test_every_rule_loads_with_unique_ids_and_docs() -> None:
+    rules = load_rules()
+    assert len(rules) >= 24
+    assert len({r.id for r in rules}) == len(rules)
+    for rule in rules:
+        for section in ("detects", "why", "fix", "false_positives", "references"):
+            assert rule.doc[section], (rule.id, section)
+
+
+def test_vocabulary_is_covered() -> None:
+    """Every kernel and program cause of the design's vocabulary has at least one rule."""
+    causes = {r.cause for r in load_rules()}
+    assert KERNEL_CAUSES - causes == set()
+    missing_program = PROGRAM_CAUSES - causes
+    assert missing_program <= {"pageable-memcpy", "sync-heavy", "gpu-idle-gaps", "no-copy-compute-overlap"} - causes
+
+
+def _rule_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "NSD900-test.toml"
+    path.write_text(text)
+    return path
+
+
+def test_template_rule_parses(tmp_path: Path) -> None:
+    rule = parse_rule(_rule_file(tmp_path, GOOD_RULE))
+    assert rule.condition is not None and rule.condition.evaluate({"dram_throughput_pct": 70.0})
+
+
+@pytest.mark.parametrize("old, new, message", [
+    ('condition = "dram_throughput_pct >= 60"', 'condition = "dram_throughput_pc >= 60"', "unknown metric"),
+    ('condition = "dram_throughput_pct >= 60"', 'condition = "dram_throughput_pct >>= 60"', "malformed condition"),
+    ('condition = "dram_throughput_pct >= 60"', 'condition = "__import__(\'os\').system(\'x\') or 1"', "malformed condition"),
+    ('condition = "dram_throughput_pct >= 60"', 'condition = "dram_throughput_pct.real >= 60"', "malformed condition"),
+    ('requires = ["dram_throughput_pct"]', 'requires = ["no_such_metric"]', "requires unknown"),
+    ('evidence = ["dram_throughput_pct"]', 'evidence = ["no_such_metric"]', "evidence names unknown"),
+    ('impact = "0.5"', 'impact = "lambda: 1"', "malformed impact"),
+    ('false_positives = "p"\n', '', "documentation section"),
+    ('scope = "kernel"', 'scope = "galaxy"', "scope must be"),
+    ('id = "NSD900"', 'id = "NSD901"', "must start with its id"),
+    ('title = "t"', 'title = ""', "missing or empty 'title'"),
+])
+def test_bad_rule_files_fail(tmp_path: Path, old: str, new: str, message: str) -> None:
+    assert old in GOOD_RULE
+    with pytest.raises(RuleError, match=message):
+        parse_rule(_rule_file(tmp_path, GOOD_RULE.replace(old, new)))
+
+
+def test_shipped_rules_folder_is_found() -> None:
+    assert (rules_dir() / "NSD101-dram-bandwidth-saturated.toml").is_file()
