@@ -106,3 +106,28 @@ def rules_show(rule_id: str) -> None:
     from nsdiag.render.ruledoc import rule_text
 
     click.echo(rule_text(find_rule(rule_id)))
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", "output", default="nsdiag-report.html", show_default=True,
+              help="file to write (the extension picks the format); '-' writes to stdout")
+@click.option("--format", "fmt", type=click.Choice(["html", "json", "md", "text"]),
+              help="output format (default: from the -o extension; html for '-')")
+@click.option("-k", "--kernel", "kernel", metavar="PATTERN", help="only kernels whose name matches this regular expression")
+@click.option("--cards", default=10, show_default=True, help="kernels that get a detailed card (the table lists all)")
+def report(inputs: tuple[Path, ...], output: str, fmt: str | None, kernel: str | None, cards: int) -> None:
+    """Write a report: self-contained interactive HTML (default), JSON, Markdown or text.
+
+    INPUTS: """ + INPUT_HELP
+    from nsdiag.render import RenderOptions, format_from_path, render
+    from nsdiag.render.output import write_report
+
+    session, diagnosis = _diagnose(inputs, kernel)
+    fmt = fmt or ("html" if output == "-" else format_from_path(output))
+    text = render(diagnosis, session, fmt, RenderOptions(cards=cards))
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    path = write_report(Path(output), text)
+    click.echo(f"wrote {path} ({fmt}, {len(text.encode()) / 1e6:.1f} MB, {len(diagnosis.kernels)} kernel signatures)")

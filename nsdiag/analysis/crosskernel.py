@@ -24,27 +24,38 @@ def _bytes(row: pd.Series, column: str) -> float:
     return float(value) if value is not None and not pd.isna(value) else 0.0
 
 
-def _steps(group: pd.DataFrame) -> list[dict]:
+_STEP_COLUMNS = ("id", "name", "grid", "block", "duration_ns", "dram_read_bytes", "dram_write_bytes",
+                 "dram_bytes_per_second", "dram_throughput_pct", "pipe_tensor_pct", "memory_throughput_pct",
+                 "sm_throughput_pct", "grid_size", "sm_count", "top_stall", "nvtx_range",
+                 *verdict.MEMORY_UNITS.values(), *verdict.COMPUTE_UNITS.values())
+
+
+def _num(values: dict, column: str) -> float:
+    value = values.get(column)
+    return float(value) if value is not None and not pd.isna(value) else 0.0
+
+
+def _steps(records: list[dict]) -> list[dict]:
     """Collapse consecutive launches of one signature into a step: a library often splits one
     operation into several launches (cuBLAS ran the K=3 GEMM as 16 chunks), and together they
     read what the previous operation wrote."""
     steps: list[dict] = []
-    for _, row in group.iterrows():
-        key = (row.get("name"), row.get("grid"), row.get("block"))
-        values = row.to_dict()
+    for values in records:
+        key = (values.get("name"), values.get("grid"), values.get("block"))
         if steps and steps[-1]["key"] == key:
             step = steps[-1]
         else:
-            step = {"key": key, "name": str(row.get("name")), "rows": [], "duration_ns": 0.0,
-                    "read": 0.0, "write": 0.0, "best_bw": 0.0, "bounds": set(), "dram_pcts": []}
+            step = {"key": key, "name": str(values.get("name")), "rows": [], "duration_ns": 0.0,
+                    "read": 0.0, "write": 0.0, "best_bw": 0.0, "bounds": set(), "dram_pcts": [], "tensor": 0.0}
             steps.append(step)
         step["rows"].append(values)
-        step["duration_ns"] += _bytes(row, "duration_ns")
-        step["read"] += _bytes(row, "dram_read_bytes")
-        step["write"] += _bytes(row, "dram_write_bytes")
-        step["best_bw"] = max(step["best_bw"], _bytes(row, "dram_bytes_per_second"))
+        step["duration_ns"] += _num(values, "duration_ns")
+        step["read"] += _num(values, "dram_read_bytes")
+        step["write"] += _num(values, "dram_write_bytes")
+        step["best_bw"] = max(step["best_bw"], _num(values, "dram_bytes_per_second"))
         step["bounds"].add(verdict.classify(values).bound)
-        step["dram_pcts"].append(_bytes(row, "dram_throughput_pct"))
+        step["dram_pcts"].append(_num(values, "dram_throughput_pct"))
+        step["tensor"] = max(step["tensor"], _num(values, "pipe_tensor_pct"))
     return steps
 
 
@@ -60,13 +71,13 @@ def _chains(derived: pd.DataFrame, params: dict[str, float]) -> list[list[dict]]
     order = derived.sort_values("id")
     keys = [c for c in ("process_id", "stream", "nvtx_range") if c in order]
     chains: list[list[dict]] = []
+    order = order[list(dict.fromkeys(c for c in (*_STEP_COLUMNS, *keys) if c in order))]
     for _, group in (order.groupby(keys, sort=False, dropna=False) if keys else [(None, order)]):
         current: list[dict] = []
-        for step in _steps(group):
+        for step in _steps(group.to_dict("records")):
             # Memory-shaped operations only: compute-bound, launch-bound and tensor-core
             # kernels (convolutions, real GEMMs) are not what this rule can fuse away.
-            tensor = max(_bytes(pd.Series(r), "pipe_tensor_pct") for r in step["rows"])
-            member = not step["bounds"] & {"compute", "launch"} and tensor < 5
+            member = not step["bounds"] & {"compute", "launch"} and step["tensor"] < 5
             if current and member and current[-1]["write"] >= min_bytes and step["read"] >= min_overlap * current[-1]["write"]:
                 current.append(step)
                 continue

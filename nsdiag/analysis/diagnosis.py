@@ -116,7 +116,8 @@ class Diagnosis:
             "device": self.device,
             "total_gpu_time_ns": _num(self.total_gpu_time_ns),
             "kernels": [k.to_json() for k in self.kernels],
-            "program_findings": [f.to_json() for f in self.program_findings],
+            # Program findings always carry "range" (null when outside every NVTX range).
+            "program_findings": [{**f.to_json(), "range": f.range} for f in self.program_findings],
             "skipped_rules": [{"rule": s.rule, "reason": s.reason, **({"kernel": s.kernel} if s.kernel else {})}
                               for s in self.skipped_rules],
             "meta": clean(self.meta),

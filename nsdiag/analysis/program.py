@@ -8,6 +8,7 @@ import pandas as pd
 from nsdiag.analysis.crosskernel import fusion_candidates, layout_conversions
 from nsdiag.analysis.diagnosis import Finding, KernelDiagnosis, Skipped
 from nsdiag.analysis.rulespec import RuleSpec
+from nsdiag.analysis.timeline import gpu_idle_gaps, launch_overhead, no_copy_compute_overlap, pageable_memcpy, sync_heavy
 from nsdiag.model.session import Session
 
 Analysis = Callable[[RuleSpec, Session, pd.DataFrame, list[KernelDiagnosis], float], list[Finding]]
@@ -16,6 +17,11 @@ ANALYSES: dict[str, tuple[Analysis, str]] = {
     # name -> (function, what the session must hold)
     "fusion_candidates": (fusion_candidates, "kernels"),
     "layout_conversions": (layout_conversions, "kernels"),
+    "pageable_memcpy": (pageable_memcpy, "timeline"),
+    "no_copy_compute_overlap": (no_copy_compute_overlap, "timeline"),
+    "sync_heavy": (sync_heavy, "timeline"),
+    "gpu_idle_gaps": (gpu_idle_gaps, "timeline"),
+    "launch_overhead": (launch_overhead, "timeline"),
 }
 
 

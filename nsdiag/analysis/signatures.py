@@ -1,7 +1,6 @@
 """Group kernel launches into signatures (name + grid + block) and aggregate their metrics."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 SIGNATURE = ("name", "grid", "block")
@@ -10,33 +9,38 @@ SIGNATURE = ("name", "grid", "block")
 def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
     """One row per signature, in order of total duration (longest first).
 
-    Numeric metrics are duration-weighted means over launches (per-launch counts stay per launch,
-    so ratios between them keep their meaning); `duration_ns` is the mean launch, and
-    `total_duration_ns`, `launches` and `launch_ids` say what was aggregated.
+    Numeric metrics are duration-weighted means over launches, ignoring launches that lack the
+    metric (per-launch counts stay per launch, so ratios between them keep their meaning);
+    `duration_ns` is the mean launch, and `total_duration_ns`, `launches` and `launch_ids` say
+    what was aggregated. Other columns come from the first launch.
     """
-    if kernels.empty:
-        return kernels.assign(launches=pd.Series(dtype="int64"), launch_ids=pd.Series(dtype=object))
-    k = kernels.copy()
+    k = kernels.reset_index(drop=True).copy()
     for col in SIGNATURE:
         if col not in k:
             k[col] = ""
-    k["_weight"] = k["duration_ns"].fillna(0) if "duration_ns" in k else 1.0
-    k.loc[k["_weight"] <= 0, "_weight"] = 1e-9
-    keys = k[list(SIGNATURE)].astype(str).agg("\x1f".join, axis=1)
-    numeric = [c for c in k.columns if c not in ("id", "_weight") and pd.api.types.is_numeric_dtype(k[c])]
-    rows = []
-    for _, group in k.groupby(keys, sort=False):
-        weights = group["_weight"].to_numpy()
-        row = group.iloc[0].drop(labels=["_weight"]).to_dict()
-        for col in numeric:
-            values = group[col].to_numpy(dtype="float64")
-            mask = ~np.isnan(values)
-            row[col] = float(np.average(values[mask], weights=weights[mask])) if mask.any() else np.nan
-        row["total_duration_ns"] = float(group["duration_ns"].sum(min_count=1)) if "duration_ns" in group else np.nan
-        row["duration_ns"] = float(group["duration_ns"].mean()) if "duration_ns" in group else np.nan
-        row["mean_duration_ns"] = row["duration_ns"]
-        row["launches"] = len(group)
-        row["launch_ids"] = [int(i) for i in group["id"]]
-        rows.append(row)
-    out = pd.DataFrame(rows)
-    return out.sort_values("total_duration_ns", ascending=False, na_position="last", kind="stable").reset_index(drop=True)
+    if k.empty:
+        return k.assign(total_duration_ns=pd.Series(dtype="float64"), mean_duration_ns=pd.Series(dtype="float64"),
+                        launches=pd.Series(dtype="int64"), launch_ids=pd.Series(dtype=object))
+    keys = k[list(SIGNATURE)].astype(str).agg("\x1f".join, axis=1).rename("_signature")
+    weight = k["duration_ns"].fillna(0).clip(lower=1e-9) if "duration_ns" in k else pd.Series(1.0, index=k.index)
+    numeric = [c for c in k.columns if c != "id" and pd.api.types.is_numeric_dtype(k[c])
+               and not pd.api.types.is_bool_dtype(k[c])]
+    values = k[numeric].astype("float64")
+    present = values.notna()
+    weighted_sum = values.mul(weight, axis=0).groupby(keys, sort=False).sum(min_count=1)
+    weight_sum = present.mul(weight, axis=0).groupby(keys, sort=False).sum()
+    means = weighted_sum / weight_sum.where(weight_sum > 0)
+    grouped = k.groupby(keys, sort=False)
+    first = grouped.head(1).set_index(keys[grouped.head(1).index])
+    out = first.drop(columns=numeric).join(means).copy()  # one block: adding columns stays cheap
+    if "duration_ns" in k:
+        durations = k["duration_ns"].groupby(keys, sort=False)
+        out["total_duration_ns"] = durations.sum(min_count=1)
+        out["duration_ns"] = durations.mean()
+    else:
+        out["total_duration_ns"] = float("nan")
+    out["mean_duration_ns"] = out["duration_ns"] if "duration_ns" in out else float("nan")
+    out["launches"] = grouped.size()
+    out["launch_ids"] = k["id"].astype(int).groupby(keys, sort=False).agg(list)
+    out = out.sort_values("total_duration_ns", ascending=False, na_position="last", kind="stable")
+    return out.reset_index(drop=True)

@@ -13,6 +13,9 @@ from nsdiag.readers.text_input import read_text
 
 def _sniff_csv(path: Path) -> Callable[[Path], Session]:
     head = read_text(path)[:200_000]
+    from nsdiag.readers import nsys_stats_csv
+    if nsys_stats_csv.sniff(head):
+        return nsys_stats_csv.read
     if '"Section Name"' in head and '"Metric Name"' in head:
         from nsdiag.readers import ncu_details_csv
         return ncu_details_csv.read
@@ -20,7 +23,7 @@ def _sniff_csv(path: Path) -> Callable[[Path], Session]:
         from nsdiag.readers import ncu_raw_csv
         return ncu_raw_csv.read
     raise InputError(f"{path} is not a CSV export nsdiag knows",
-                     "expected ncu --csv --page raw or --page details output")
+                     "expected ncu --csv --page raw or --page details output, or nsys stats -f csv reports")
 
 
 def reader_for(path: Path) -> Callable[[Path], Session]:
@@ -35,10 +38,17 @@ def reader_for(path: Path) -> Callable[[Path], Session]:
     if name.endswith((".ncu-rep", ".ncu-repz", ".ncu-rep.gz")):
         from nsdiag.readers import ncu_rep
         return ncu_rep.read
+    if name.endswith((".sqlite", ".sqlite.gz")):
+        from nsdiag.readers import nsys_sqlite
+        return nsys_sqlite.read
+    if name.endswith(".nsys-rep"):
+        from nsdiag.readers import nsys_rep
+        return nsys_rep.read
     if name.endswith((".csv", ".csv.gz", ".txt", ".txt.gz", ".log")):
         return _sniff_csv(path)
     raise InputError(f"{path}: unknown input type",
-                     "nsdiag reads session folders, .ncu-rep files and ncu CSV exports")
+                     "nsdiag reads session folders, .ncu-rep files, ncu CSV exports, nsys .sqlite exports, "
+                     ".nsys-rep reports and nsys stats CSVs")
 
 
 def load(paths: str | Path | Iterable[str | Path]) -> Session:

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from nsdiag.analysis.diagnosis import Diagnosis, KernelDiagnosis
 from nsdiag.model.catalogue import STALL_REASONS
 from nsdiag.render import fmt
+from nsdiag.model.names import short_name
 
 BOUND_COLORS = {"memory": "#3b7dd8", "compute": "#d9534f", "latency": "#f0a020", "launch": "#8e6bbf",
                 "unknown": "#9a9a9a"}
@@ -104,8 +105,8 @@ def roofline(diagnosis: Diagnosis, names: dict[str, str], max_points: int = 1000
                         color=BOUND_COLORS[bound], opacity=0.75, line=dict(color="#222", width=1)),
             hovertext=[_roofline_hover(k, names) for k in group], hoverinfo="text"))
     return fig.update_layout(**_layout(
-        460, xaxis=_axis(type="log", title="arithmetic intensity (FLOP per DRAM byte)"),
-        yaxis=_axis(type="log", title="achieved FLOP/s"), legend=dict(orientation="v", x=1.02, y=1),
+        460, xaxis=_axis(type="log", dtick=1, title="arithmetic intensity (FLOP per DRAM byte)"),
+        yaxis=_axis(type="log", dtick=1, title="achieved FLOP/s"), legend=dict(orientation="v", x=1.02, y=1),
         margin=dict(l=10, r=10, t=20, b=40)))
 
 
@@ -225,6 +226,24 @@ def _busy_fraction(starts: np.ndarray, ends: np.ndarray, edges: np.ndarray) -> n
     return np.divide(np.diff(covered), widths, out=np.zeros_like(widths), where=widths > 0)
 
 
+def _short(names: pd.Series) -> pd.Series:
+    """Readable kernel names (computed once per distinct name)."""
+    names = names.fillna("").astype(str)
+    return names.map({n: short_name(n) for n in names.unique()})
+
+
+def busy_time(activities: pd.DataFrame) -> tuple[float, float]:
+    """(span, busy) of a timeline in ns: first start to last end, and the union of activity time."""
+    acts = activities.dropna(subset=["start_ns", "end_ns"])
+    if acts.empty:
+        return 0.0, 0.0
+    t0, t1 = float(acts["start_ns"].min()), float(acts["end_ns"].max())
+    if t1 <= t0:
+        return 0.0, 0.0
+    fraction = _busy_fraction(acts["start_ns"].to_numpy(float), acts["end_ns"].to_numpy(float), np.array([t0, t1]))
+    return t1 - t0, float(fraction[0]) * (t1 - t0)
+
+
 def _lane(row_kind: str, stream: Any) -> str:
     label = "kernels" if row_kind == "kernel" else "copies"
     return f"stream {fmt.plotly_text(stream)} · {label}"
@@ -243,8 +262,9 @@ def timeline(activities: pd.DataFrame, nvtx: pd.DataFrame | None = None, max_seg
     if acts.empty:
         return None
     acts["kind"] = acts["kind"].astype(str).where(acts["kind"].isin(["kernel", "memcpy", "memset"]), "other")
-    acts["name"] = acts["name"].fillna("").astype(str) if "name" in acts else ""
-    acts["lane"] = [_lane(k, s) for k, s in zip(acts["kind"], acts.get("stream", pd.Series("?", index=acts.index)))]
+    acts["name"] = _short(acts["name"]) if "name" in acts else ""
+    streams = acts["stream"] if "stream" in acts else pd.Series("?", index=acts.index)
+    acts["lane"] = [_lane(k, s) for k, s in zip(acts["kind"], streams, strict=True)]
     ranges = pd.DataFrame()
     if nvtx is not None and not nvtx.empty:
         ranges = nvtx.dropna(subset=["start_ns", "end_ns"]).copy()
@@ -268,13 +288,20 @@ def timeline(activities: pd.DataFrame, nvtx: pd.DataFrame | None = None, max_seg
         fig.add_trace(go.Bar(
             base=(seg["start_ns"] - t0) / 1e6, x=(seg["end_ns"] - seg["start_ns"]).clip(lower=0) / 1e6,
             y=seg["lane"], orientation="h", name=str(kind), marker=dict(color=KIND_COLORS.get(str(kind), "#999")),
-            hovertext=[_segment_hover(r, t0) for r in seg.itertuples()], hoverinfo="text"), row=2, col=1)
+            hovertext=[_segment_hover(r, t0) for r in seg.itertuples()], hoverinfo="text",
+            text=[fmt.plotly_text(n) for n in seg["name"]] if kind == "nvtx" else None,
+            textposition="inside", insidetextanchor="middle", textfont=dict(color="#fff")), row=2, col=1)
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(lanes)), row=2, col=1)
     return fig
 
 
-def _lane_key(lane: str) -> tuple[str, str]:
-    return (lane.split(" · ")[0], lane)
+def _lane_key(lane: str) -> tuple[float, str]:
+    """Streams in numeric order, kernels before copies within a stream."""
+    stream = lane.split(" · ")[0].removeprefix("stream ")
+    try:
+        return (float(stream), lane)
+    except ValueError:
+        return (math.inf, lane)
 
 
 def _timeline_figure(n_lanes: int) -> go.Figure:

@@ -43,18 +43,18 @@ def number(value: Any) -> float | None:
 
 
 def _scaled(value: float, units: list[tuple[float, str]], digits: int = 3) -> str:
-    for scale, unit in units:
+    """`value` in the first unit whose scale it reaches (the last unit has scale 1)."""
+    for scale, unit in units[:-1]:
         if abs(value) >= scale:
-            return f"{value / scale:.{digits}g} {unit}".replace("e+", "e")
-    scale, unit = units[-1]
-    return f"{value / scale:.{digits}g} {unit}"
+            return f"{value / scale:.{digits}g} {unit}"
+    return f"{value:.{digits}g} {units[-1][1]}"
 
 
 def time_ns(value: Any) -> str:
     v = number(value)
     if v is None:
         return MISSING
-    return _scaled(v, [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"), (0.0, "ns")])
+    return _scaled(v, [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")])
 
 
 def pct(value: Any, digits: int = 1) -> str:
@@ -77,7 +77,7 @@ def bytes_(value: Any) -> str:
     v = number(value)
     if v is None:
         return MISSING
-    return _scaled(v, [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (0.0, "B")])
+    return _scaled(v, [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "B")])
 
 
 def rate(value: Any, unit: str) -> str:
@@ -86,7 +86,7 @@ def rate(value: Any, unit: str) -> str:
     if v is None:
         return MISSING
     return _scaled(v, [(1e15, f"P{unit}"), (1e12, f"T{unit}"), (1e9, f"G{unit}"), (1e6, f"M{unit}"),
-                       (1e3, f"k{unit}"), (0.0, unit)])
+                       (1e3, f"k{unit}"), (1.0, unit)])
 
 
 def num(value: Any, digits: int = 3) -> str:

@@ -16,11 +16,11 @@ from nsdiag import __version__
 from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
 from nsdiag.model.session import Session
 from nsdiag.render import RenderOptions, charts, fmt
-from nsdiag.render.names import short_names
+from nsdiag.model.names import short_names
 from nsdiag.resources import templates_dir
 
 TEMPLATE = "report.html.j2"
-PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "showLink": False, "topojsonURL": "",
+PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "topojsonURL": "",
                  "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]}
 _META_SKIP = {"sources", "kernel_launches", "measured_dram_ceiling"}
 
@@ -75,7 +75,8 @@ def _finding(finding: Finding, total_ns: float, names: dict[str, str]) -> dict[s
         "saving": _saving(finding, total_ns), "basis": finding.impact_basis, "evidence": _evidence(finding),
         "range": finding.range, "kernel": names.get(finding.kernel, finding.kernel) if finding.kernel else None,
         "kernel_full": finding.kernel,
-        "chain": [{"short": names.get(str(n), str(n)), "full": str(n)} for n in chain] if isinstance(chain, list) else [],
+        "chain": [{"short": names.get(str(n), str(n)), "full": str(n)} for n in chain]
+        if isinstance(chain, list) else [],
     }
 
 
@@ -83,11 +84,12 @@ def _kernel_row(k: KernelDiagnosis, names: dict[str, str], carded: bool) -> dict
     mean = k.duration_ns / max(k.launches, 1)
     top = k.findings[0] if k.findings else None
     roof = fmt.number(k.roofline.get("pct_of_roof"))
+    share = fmt.number(k.time_share)
     return {
         "id": k.id, "anchor": _anchor(k), "carded": carded, "short": names[k.name], "full": k.demangled or k.name,
         "launches": f"{k.launches:,}", "launches_v": k.launches,
         "total": fmt.time_ns(k.duration_ns), "total_v": k.duration_ns, "mean": fmt.time_ns(mean), "mean_v": mean,
-        "share": fmt.share(k.time_share), "share_v": fmt.number(k.time_share) if fmt.number(k.time_share) is not None else "",
+        "share": fmt.share(k.time_share), "share_v": "" if share is None else share,
         "bound": k.bound, "limiter": k.limiter or fmt.MISSING,
         "roof": fmt.pct(roof, 0), "roof_v": "" if roof is None else roof,
         "geometry": f"{k.grid} × {k.block}",
@@ -100,13 +102,14 @@ def _occupancy(k: KernelDiagnosis) -> dict[str, Any]:
     limits = {name: fmt.number(m.get(f"occupancy_limit_{key}")) for key, name in
               (("registers", "registers"), ("shared_mem", "shared memory"), ("warps", "warps"),
                ("blocks", "blocks"), ("barriers", "barriers"))}
-    limits = {n: v for n, v in limits.items() if v is not None}
-    fewest = min(limits.values(), default=None)
+    present = {n: v for n, v in limits.items() if v is not None}
+    fewest = min(present.values(), default=None)
     limiter = m.get("occupancy_limiter")
     return {
-        "achieved": fmt.pct(m.get("achieved_occupancy_pct")), "theoretical": fmt.pct(m.get("theoretical_occupancy_pct")),
+        "achieved": fmt.pct(m.get("achieved_occupancy_pct")),
+        "theoretical": fmt.pct(m.get("theoretical_occupancy_pct")),
         "limiter": limiter if isinstance(limiter, str) and limiter else None,
-        "limits": [{"name": n, "blocks": fmt.num(v), "lowest": v == fewest} for n, v in limits.items()],
+        "limits": [{"name": n, "blocks": fmt.num(v), "lowest": v == fewest} for n, v in present.items()],
     }
 
 
@@ -123,9 +126,12 @@ def _geometry(k: KernelDiagnosis) -> list[tuple[str, str]]:
 
 def _roofline_facts(k: KernelDiagnosis) -> list[tuple[str, str]]:
     r = k.roofline
+    intensity = fmt.number(r.get("arithmetic_intensity"))
+    achieved = fmt.number(r.get("achieved_flops_per_s"))
     rows = [("% of roof", fmt.pct(r.get("pct_of_roof"))), ("side of the ridge", str(r.get("side") or fmt.MISSING)),
-            ("arithmetic intensity", f"{fmt.num(r.get('arithmetic_intensity'))} FLOP/B"),
-            ("achieved", f"{fmt.rate(r.get('achieved_flops_per_s'), 'FLOP/s')} ({r.get('precision') or 'n/a'})"),
+            ("arithmetic intensity", fmt.MISSING if intensity is None else f"{fmt.num(intensity)} FLOP/B"),
+            ("achieved", fmt.MISSING if achieved is None else
+             f"{fmt.rate(achieved, 'FLOP/s')}" + (f" ({r['precision']})" if r.get("precision") else "")),
             ("DRAM bandwidth", fmt.rate(r.get("achieved_dram_bytes_per_s"), "B/s"))]
     if fmt.number(r.get("pct_of_measured_ceiling")) is not None:
         rows.append(("% of measured DRAM ceiling", fmt.pct(r.get("pct_of_measured_ceiling"))))
@@ -137,8 +143,8 @@ def _card(k: KernelDiagnosis, rank: int, total_ns: float, names: dict[str, str])
         "rank": rank, "anchor": _anchor(k), "short": names[k.name], "full": k.demangled or k.name,
         "share": fmt.share(k.time_share), "total": fmt.time_ns(k.duration_ns), "launches": f"{k.launches:,}",
         "bound": k.bound, "limiter": k.limiter or fmt.MISSING, "verdict": k.verdict, "note": k.verdict_note,
-        "throughput": _chart(charts.throughput_bars(k), f"throughput-{k.id}"),
-        "stalls": _chart(charts.stall_bars(k), f"stalls-{k.id}"),
+        "throughput": _chart(charts.throughput_bars(k), f"chart-throughput-{k.id}"),
+        "stalls": _chart(charts.stall_bars(k), f"chart-stalls-{k.id}"),
         "occupancy": _occupancy(k), "geometry": _geometry(k), "roofline": _roofline_facts(k),
         "findings": [_finding(f, total_ns, names) for f in k.findings],
         "ncu_rules": [{"rule": r.get("rule", ""), "section": r.get("section", ""), "type": r.get("type", ""),
@@ -168,7 +174,8 @@ def _left_out(diagnosis: Diagnosis, cards: list[KernelDiagnosis], options: Rende
     if rest <= 0:
         return None
     covered = sum(fmt.number(k.time_share) or 0.0 for k in cards)
-    return {"shown": len(cards), "rest": rest, "covered": fmt.share(covered), "rest_share": fmt.share(max(1 - covered, 0)),
+    return {"shown": len(cards), "rest": rest, "covered": fmt.share(covered),
+            "rest_share": fmt.share(max(1 - covered, 0)),
             "option": options.cards_option}
 
 
@@ -181,7 +188,10 @@ def _timeline(session: Session | None, options: RenderOptions) -> dict[str, Any]
         return None
     bars = sum(len(t.x) for t in fig.data if t.type == "bar")
     rows = len(session.timeline) + (len(nvtx) if nvtx is not None else 0)
-    return {"chart": _chart(fig, "timeline"), "rows": f"{rows:,}", "bars": f"{bars:,}", "merged": bars < rows}
+    span, busy = charts.busy_time(session.timeline)
+    return {"chart": _chart(fig, "chart-timeline"), "rows": f"{rows:,}", "bars": f"{bars:,}", "merged": bars < rows,
+            "span": fmt.time_ns(span), "busy": fmt.time_ns(busy),
+            "busy_share": fmt.share(busy / span if span else None)}
 
 
 def display_names(diagnosis: Diagnosis) -> dict[str, str]:
@@ -206,8 +216,14 @@ def context(diagnosis: Diagnosis, session: Session | None, options: RenderOption
     top = []
     for kernel, finding in diagnosis.top_findings(options.top_findings):
         item = _finding(finding, total, names)
-        item["where"] = names[kernel.name] if kernel else (item["kernel"] or finding.range or "program")
-        item["where_full"] = (kernel.demangled or kernel.name) if kernel else (finding.kernel or "")
+        if kernel:
+            item["where"], item["where_full"] = names[kernel.name], kernel.demangled or kernel.name
+            item["where_kind"] = ""
+        elif finding.range:
+            item["where"], item["where_full"], item["where_kind"] = finding.range, finding.range, "NVTX range"
+        else:
+            item["where"], item["where_full"] = item["kernel"] or "the program", finding.kernel or ""
+            item["where_kind"] = "kernel" if finding.kernel else ""
         item["anchor"] = _anchor(kernel) if kernel and kernel.id in carded_ids else None
         top.append(item)
     roofline = charts.roofline(diagnosis, names, options.roofline_points)
@@ -218,17 +234,20 @@ def context(diagnosis: Diagnosis, session: Session | None, options: RenderOption
     ceiling = diagnosis.meta.get("measured_dram_ceiling") or {}
     return {
         "title": options.title, "version": __version__,
-        "device": {"name": device.get("name") or "unknown GPU", "cc": device.get("cc"), "sm_count": device.get("sm_count")},
+        "device": {"name": device.get("name") or "unknown GPU", "cc": device.get("cc"),
+                   "sm_count": device.get("sm_count")},
         "meta": _meta_items(diagnosis),
-        "sources": [str(s.get("path", s)) if isinstance(s, dict) else str(s) for s in diagnosis.meta.get("sources", [])],
+        "sources": [str(s.get("path", s)) if isinstance(s, dict) else str(s)
+                    for s in diagnosis.meta.get("sources", [])],
         "ceiling": {"rate": fmt.rate(ceiling.get("bytes_per_s"), "B/s"),
-                    "kernel": names.get(ceiling.get("kernel"), ceiling.get("kernel")) or ""} if ceiling else None,
+                    "kernel": names.get(str(ceiling.get("kernel")), str(ceiling.get("kernel") or ""))}
+        if ceiling else None,
         "total": fmt.time_ns(total), "signatures": f"{len(diagnosis.kernels):,}",
         "launches": f"{sum(k.launches for k in diagnosis.kernels):,}",
-        "top_findings": top, "verdict_chart": _chart(charts.verdict_shares(diagnosis), "verdict-shares"),
+        "top_findings": top, "verdict_chart": _chart(charts.verdict_shares(diagnosis), "chart-verdict-shares"),
         "rows": [_kernel_row(k, names, k.id in carded_ids) for k in table],
         "rows_left_out": len(diagnosis.kernels) - len(table),
-        "roofline": _chart(roofline, "roofline"), "off_roof": len(off_roof),
+        "roofline": _chart(roofline, "chart-roofline"), "off_roof": len(off_roof),
         "roofline_capped": max(len(diagnosis.kernels) - options.roofline_points, 0),
         "cards": [_card(k, i + 1, total, names) for i, k in enumerate(carded)],
         "left_out": _left_out(diagnosis, carded, options),

@@ -1,0 +1,162 @@
+"""Reader for `nsys stats --format csv` reports (plain or gzipped).
+
+cuda_gpu_trace becomes the Session's timeline (one row per kernel, copy and memset; no NVTX
+ranges or API calls: nsys stats does not print them per activity). Summary reports
+(cuda_gpu_kern_sum, cuda_api_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, nvtx_sum) have
+no start times, so they cannot be placed on a timeline: their rows go to
+meta["nsys_<report>"], in base units, for the renderers.
+"""
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from nsdiag.errors import InputError
+from nsdiag.model.session import TIMELINE_COLUMNS, Session, empty_frame
+from nsdiag.readers.text_input import read_text
+
+_UNIT = re.compile(r"^(?P<name>.*?)\s*\((?P<unit>[^()]*)\)$")
+_SCALE = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9, "b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9,
+          "kib": 1024.0, "mib": 1024.0 ** 2, "gib": 1024.0 ** 3, "%": 1.0}
+_COPY_KINDS = {"Host-to-Device": "HtoD", "Device-to-Host": "DtoH", "Device-to-Device": "DtoD",
+               "Host-to-Host": "HtoH", "Peer-to-Peer": "PtoP", "Unified Host-to-Device": "UVM_HtoD",
+               "Unified Device-to-Host": "UVM_DtoH", "Unified Device-to-Device": "UVM_DtoD"}
+_DEVICE = re.compile(r"\((\d+)\)\s*$")
+# Header signatures: report -> words that must all be in the header line.
+_REPORTS = {
+    "cuda_gpu_trace": ("Start (", "Duration (", "CorrId", "Strm", "Name"),
+    "cuda_api_sum": ("Time (%)", "Num Calls", "Name"),
+    "cuda_gpu_mem_size_sum": ("Operation", "Total (", "Count"),
+    "cuda_gpu_mem_time_sum": ("Time (%)", "Operation", "Count"),
+    "nvtx_sum": ("Time (%)", "Style", "Range"),
+    "cuda_gpu_kern_sum": ("Time (%)", "Instances", "Name"),
+}
+
+
+def report_kind(line: str) -> str | None:
+    """Which nsys stats report a CSV header line belongs to (None: not one)."""
+    for report, words in _REPORTS.items():
+        if all(w in line for w in words):
+            return report
+    return None
+
+
+def sniff(text: str) -> bool:
+    """True if one of the first lines is an nsys stats CSV header."""
+    return any(report_kind(line) for line in text.splitlines()[:30])
+
+
+def read(path: Path) -> Session:
+    text = read_text(path)
+    lines = text.splitlines()
+    header = next((i for i, line in enumerate(lines[:30]) if report_kind(line)), None)
+    if header is None:
+        raise InputError(f"{path} is not an nsys stats CSV report",
+                         "export with: nsys stats -r cuda_gpu_trace -f csv -o PREFIX report.nsys-rep")
+    report = report_kind(lines[header])
+    try:
+        frame = pd.read_csv(io.StringIO("\n".join(lines[header:])), skip_blank_lines=True)
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise InputError(f"{path}: malformed {report} CSV: {exc}", "re-export the report") from exc
+    meta: dict = {"sources": [{"path": str(path), "format": f"nsys-stats-{report}"}]}
+    if report != "cuda_gpu_trace":
+        meta[f"nsys_{report}"] = _summary(frame)
+        return Session(meta=meta)
+    timeline, device_name = _trace(frame, path)
+    if device_name:
+        meta["device"] = {"name": device_name}
+    return Session(timeline=timeline, meta=meta)
+
+
+def _base_units(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns renamed to snake_case with their unit, values scaled to ns and bytes."""
+    out = {}
+    for column in frame.columns:
+        match = _UNIT.match(str(column))
+        name, unit = (match["name"], match["unit"].lower()) if match else (str(column), "")
+        values = frame[column]
+        if unit.endswith("/s") and unit[:-2] in _SCALE:
+            values, unit = pd.to_numeric(values, errors="coerce") * _SCALE[unit[:-2]], "bytes_per_s"
+        elif unit in _SCALE:
+            values = pd.to_numeric(values, errors="coerce") * _SCALE[unit]
+            unit = {"%": "pct"}.get(unit, "ns" if unit in ("ns", "us", "ms", "s") else "bytes")
+        key = re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")
+        out[f"{key}_{unit}" if unit else key] = values
+    return pd.DataFrame(out)
+
+
+def _summary(frame: pd.DataFrame) -> list[dict]:
+    table = _base_units(frame)
+    return [{k: (None if pd.isna(v) else (v.item() if hasattr(v, "item") else v)) for k, v in row.items()}
+            for row in table.to_dict("records")]
+
+
+def _trace(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str]:
+    t = _base_units(frame)
+    required = ("start_ns", "duration_ns", "name")
+    missing = [c for c in required if c not in t]
+    if missing:
+        raise InputError(f"{path}: cuda_gpu_trace lacks {', '.join(missing)}", "re-export with nsys stats -f csv")
+    if not len(t):
+        return empty_frame(TIMELINE_COLUMNS), ""
+    name = t["name"].astype("object").fillna("").astype(str)
+    start = pd.to_numeric(t["start_ns"], errors="coerce").fillna(0).round().astype("int64")
+    duration = pd.to_numeric(t["duration_ns"], errors="coerce").fillna(0).round().astype("int64")
+    kind = np.select([name.str.startswith("[CUDA memcpy"), name.str.startswith("[CUDA memset")],
+                     ["memcpy", "memset"], "kernel")
+    devices = t.get("device", pd.Series("", index=t.index)).astype("object").fillna("").astype(str)
+    out = pd.DataFrame({
+        "kind": kind, "start_ns": start, "end_ns": start + duration, "duration_ns": duration,
+        "device": devices.str.extract(_DEVICE, expand=False).fillna(0).astype("int64"),
+        "context": _int_column(t, "ctx"), "stream": _int_column(t, "strm"), "name": name,
+        "bytes": _bytes(t, duration), "copy_kind": _copy_kinds(name, kind),
+        "src_kind": _mem_kind(t, "srcmemkd"), "dst_kind": _mem_kind(t, "dstmemkd"),
+        "correlation_id": _int_column(t, "corrid"),
+        "grid": _dims(t, "grd"), "block": _dims(t, "blk"),
+        "nvtx_range": pd.Series(np.nan, index=t.index, dtype="object"), "process_id": -1,
+    })
+    out.loc[out["kind"] == "kernel", ["bytes"]] = np.nan
+    device_name = devices.str.replace(_DEVICE, "", regex=True).str.strip()
+    return out.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True), \
+        (device_name.iloc[0] if len(device_name) else "")
+
+
+def _int_column(t: pd.DataFrame, column: str) -> pd.Series:
+    return pd.to_numeric(t[column], errors="coerce").fillna(-1).astype("int64") if column in t \
+        else pd.Series(-1, index=t.index, dtype="int64")
+
+
+def _bytes(t: pd.DataFrame, duration: pd.Series) -> pd.Series:
+    """Bytes moved. nsys prints MB with three decimals (small copies read 0.000), so where the
+    throughput is there, bytes = throughput x duration, which keeps small copies exact enough."""
+    size = pd.to_numeric(t.get("bytes_bytes", pd.Series(np.nan, index=t.index)), errors="coerce")
+    rate = pd.to_numeric(t.get("throughput_bytes_per_s", pd.Series(np.nan, index=t.index)), errors="coerce")
+    from_rate = (rate * duration / 1e9).round()
+    return from_rate.where(rate.notna() & (size.isna() | (size < 1e6)), size).astype("float64")
+
+
+def _copy_kinds(name: pd.Series, kind: np.ndarray) -> pd.Series:
+    label = name.str.extract(r"^\[CUDA memcpy (.*)\]$", expand=False)
+    codes = label.map(lambda v: _COPY_KINDS.get(v, v) if isinstance(v, str) else v)
+    return codes.where(kind == "memcpy")
+
+
+def _mem_kind(t: pd.DataFrame, column: str) -> pd.Series:
+    if column not in t:
+        return pd.Series(np.nan, index=t.index, dtype="object")
+    values = t[column].astype("object")
+    return values.where(values.isna(), values.astype(str).str.strip().str.lower().str.replace(" ", "_"))
+
+
+def _dims(t: pd.DataFrame, prefix: str) -> pd.Series:
+    axes = [f"{prefix}{a}" for a in "xyz"]
+    if not all(a in t for a in axes):
+        return pd.Series(np.nan, index=t.index, dtype="object")
+    parts = [pd.to_numeric(t[a], errors="coerce") for a in axes]
+    text = "(" + parts[0].astype("Int64").astype(str) + ", " + parts[1].astype("Int64").astype(str) + ", " \
+        + parts[2].astype("Int64").astype(str) + ")"
+    return text.where(parts[0].notna())
