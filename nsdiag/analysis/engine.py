@@ -158,8 +158,18 @@ def diagnose(session: Session, rules: Iterable[RuleSpec] | None = None) -> Diagn
     meta = {"sources": session.meta.get("sources", []), "kernel_launches": int(len(session.kernels))}
     if ceiling:
         meta["measured_dram_ceiling"] = {"bytes_per_s": ceiling, "kernel": ceiling_kernel}
+    if session.has_timeline():
+        meta["timeline"] = _timeline_summary(session.timeline)
     return Diagnosis(device=dict(session.meta.get("device", {})), total_gpu_time_ns=total_ns, kernels=kernels,
                      program_findings=program, skipped_rules=_dedupe(skipped), meta=meta)
+
+
+def _timeline_summary(timeline: pd.DataFrame) -> dict[str, Any]:
+    """What the nsys timeline holds, for the summary line (counts and wall span per device)."""
+    kinds = timeline["kind"].value_counts().to_dict()
+    starts, ends = pd.to_numeric(timeline["start_ns"]), pd.to_numeric(timeline["end_ns"])
+    span = float(ends.max() - starts.min()) if len(timeline) else 0.0
+    return {"activities": {str(k): int(v) for k, v in kinds.items()}, "span_ns": span}
 
 
 def _dedupe(skipped: list[Skipped]) -> list[Skipped]:

@@ -58,9 +58,14 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=WIDTH, force_terminal=False, color_system=None, highlight=False)
     device = diagnosis.device
+    kernels_text = (f"{len(diagnosis.kernels)} kernel signatures, {_fmt_time(diagnosis.total_gpu_time_ns)} of profiled GPU time"
+                    if diagnosis.kernels else "no Nsight Compute kernel metrics (timeline only)")
     console.print(Text(f"nsdiag: {device.get('name', 'unknown device')} (cc {device.get('cc', '?')}, "
-                       f"{device.get('sm_count', '?')} SMs), {len(diagnosis.kernels)} kernel signatures, "
-                       f"{_fmt_time(diagnosis.total_gpu_time_ns)} of profiled GPU time", style="bold"))
+                       f"{device.get('sm_count', '?')} SMs), {kernels_text}", style="bold"))
+    timeline = diagnosis.meta.get("timeline")
+    if timeline:
+        counts = ", ".join(f"{n} {kind}s" for kind, n in timeline["activities"].items())
+        console.print(Text(f"timeline: {counts} over {_fmt_time(timeline['span_ns'])}", style="dim"))
     ceiling = diagnosis.meta.get("measured_dram_ceiling")
     if ceiling:
         console.print(Text(f"measured DRAM ceiling: {ceiling['bytes_per_s'] / 1e12:.2f} TB/s "
@@ -82,7 +87,8 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
                                         f" (saves up to {finding.impact * 100:.1f}%)"))
             console.print(Text(f"    {finding.message}"))
             console.print(Text(f"    fix: {finding.fix}", style="green"))
-    console.print(Text("Kernels by GPU time", style="bold underline"))
+    if diagnosis.kernels:
+        console.print(Text("Kernels by GPU time", style="bold underline"))
     for kernel in diagnosis.kernels[:kernels]:
         _kernel_block(console, kernel, top)
     hidden = len(diagnosis.kernels) - kernels
