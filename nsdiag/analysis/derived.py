@@ -67,5 +67,4 @@ def add_derived(kernels: pd.DataFrame) -> pd.DataFrame:
     k["occupancy_limit_min"] = k[limits].min(axis=1) if limits else np.nan
     k["occupancy_limiter"] = (k[limits].idxmin(axis=1).str.replace("occupancy_limit_", "", regex=False)
                               if limits and k[limits].notna().any().any() else None)
-    k["tensor_active"] = _col(k, "pipe_tensor_pct")
     return k

@@ -25,10 +25,6 @@ ANALYSES: dict[str, tuple[Analysis, str]] = {
 }
 
 
-def register(name: str, function: Analysis, needs: str) -> None:
-    ANALYSES[name] = (function, needs)
-
-
 def program_findings(session: Session, derived: pd.DataFrame, kernels: list[KernelDiagnosis],
                      rules: list[RuleSpec], total_ns: float) -> tuple[list[Finding], list[Skipped]]:
     findings: list[Finding] = []

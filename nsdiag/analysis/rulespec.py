@@ -26,7 +26,7 @@ DOC_SECTIONS = ("detects", "why", "fix", "false_positives", "references")
 # Names a kernel rule may use besides catalogue metrics: computed per kernel by analysis.
 KERNEL_CONTEXT_NAMES = frozenset({
     "time_share", "mem_pct", "compute_pct", "arithmetic_intensity", "top_stall_share", "flop_total",
-    "tensor_active", "launches", "mean_duration_ns", "is_gemm_like", "fp_pipe_pct", "occupancy_limit_min",
+    "launches", "mean_duration_ns", "is_gemm_like", "fp_pipe_pct", "occupancy_limit_min",
     "dram_pct_of_ceiling", "dram_tb_per_s",
     *(f"stall_share_{reason}" for reason in STALL_REASONS),
 })

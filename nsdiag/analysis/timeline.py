@@ -89,7 +89,7 @@ def overlap_summary(session: Session, pinned_params: dict[str, float] | None = N
     if acts.empty:
         return pd.DataFrame()
     pair = acts["device"].to_numpy() * (int(acts["range_code"].max()) + 1) + acts["range_code"].to_numpy()
-    group, uniques = pd.factorize(pair)
+    group, _ = pd.factorize(pair)
     first = pd.Series(np.arange(len(acts))).groupby(group).first().to_numpy()
     groups = list(zip(acts["device"].to_numpy()[first], acts["range"].to_numpy()[first]))
     stage_code = pd.Categorical(acts["stage"], categories=["h2d", "d2h", "kernel"]).codes.astype("int64")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from nsdiag.model.catalogue import CATALOGUE, IDENTITY_COLUMNS
+from nsdiag.model.catalogue import IDENTITY_COLUMNS
 
 RULE_RESULT_COLUMNS = ("id", "section", "rule", "type", "message", "speedup_type", "speedup")
 TIMELINE_COLUMNS = ("kind", "start_ns", "end_ns", "duration_ns", "device", "context", "stream",
@@ -50,10 +50,6 @@ class Session:
         # The model checks its own invariant: raw rows line up with kernel rows.
         if len(self.raw) and len(self.raw) != len(self.kernels):
             raise ValueError(f"raw has {len(self.raw)} rows but kernels has {len(self.kernels)}")
-
-    @property
-    def metric_columns(self) -> list[str]:
-        return [c for c in self.kernels.columns if c in CATALOGUE]
 
     def has_kernels(self) -> bool:
         return len(self.kernels) > 0

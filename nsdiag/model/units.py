@@ -46,8 +46,3 @@ def parse_unit(unit: str) -> tuple[str, float]:
         if u.endswith(word) and u[: -len(word)] in _PREFIX:
             return word, _PREFIX[u[: -len(word)]]
     return u, 1.0
-
-
-def to_base(value: float, unit: str) -> tuple[float, str]:
-    base, factor = parse_unit(unit)
-    return value * factor, base

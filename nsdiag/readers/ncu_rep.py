@@ -122,14 +122,10 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-_LINK = re.compile(r"@(?:section|url|sass):[^:@]*:([^@]*)@")
-
-
 def _flatten_links(text: str) -> str:
-    """ncu's '@section:Id:Text@' / '@url:Text:Link@' markup -> the text, as the CSV export shows it."""
-    def repl(match: re.Match[str]) -> str:
-        return match.group(1).split(":")[0] if match.group(0).startswith("@url") else match.group(1)
-    return re.sub(r"@url:([^:@]*):[^@]*@", r"\1", _LINK.sub(lambda m: m.group(1), text)) if "@" in text else text
+    """ncu's '@url:Text:Link@' and '@section:Id:Text@' markup -> Text, as the CSV export shows it."""
+    text = re.sub(r"@url:([^:@]*):[^@]*@", r"\1", text)
+    return re.sub(r"@(?:section|sass):[^:@]*:([^@]*)@", r"\1", text)
 
 
 def _rules(action: Any, launch: int) -> list[dict[str, Any]]:
