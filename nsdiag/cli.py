@@ -60,16 +60,14 @@ def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None):
     return session, diagnose(session)
 
 
-@main.command()
+@main.command(help="Say what limits each kernel, why, and what to change, ranked by the time a fix would save. "
+                   "INPUTS: " + INPUT_HELP + ".")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-k", "--kernel", "kernel", metavar="PATTERN", help="only kernels whose name matches this regular expression")
 @click.option("--top", default=3, show_default=True, help="findings shown per kernel")
 @click.option("--top-kernels", default=10, show_default=True, help="kernel signatures shown")
 @click.option("--json", "as_json", is_flag=True, help="print the diagnosis as one JSON document (schema nsdiag.diagnosis/1)")
 def explain(inputs: tuple[Path, ...], kernel: str | None, top: int, top_kernels: int, as_json: bool) -> None:
-    """Say what limits each kernel, why, and what to change, ranked by the time a fix would save.
-
-    INPUTS: """ + INPUT_HELP
     import json
 
     from nsdiag.render.text import render_text
@@ -108,7 +106,8 @@ def rules_show(rule_id: str) -> None:
     click.echo(rule_text(find_rule(rule_id)))
 
 
-@main.command()
+@main.command(help="Write a report: self-contained interactive HTML (default), JSON, Markdown or text. "
+                   "INPUTS: " + INPUT_HELP + ".")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", "output", default="nsdiag-report.html", show_default=True,
               help="file to write (the extension picks the format); '-' writes to stdout")
@@ -117,9 +116,6 @@ def rules_show(rule_id: str) -> None:
 @click.option("-k", "--kernel", "kernel", metavar="PATTERN", help="only kernels whose name matches this regular expression")
 @click.option("--cards", default=10, show_default=True, help="kernels that get a detailed card (the table lists all)")
 def report(inputs: tuple[Path, ...], output: str, fmt: str | None, kernel: str | None, cards: int) -> None:
-    """Write a report: self-contained interactive HTML (default), JSON, Markdown or text.
-
-    INPUTS: """ + INPUT_HELP
     from nsdiag.render import RenderOptions, format_from_path, render
     from nsdiag.render.output import write_report
 
@@ -131,3 +127,13 @@ def report(inputs: tuple[Path, ...], output: str, fmt: str | None, kernel: str |
         return
     path = write_report(Path(output), text)
     click.echo(f"wrote {path} ({fmt}, {len(text.encode()) / 1e6:.1f} MB, {len(diagnosis.kernels)} kernel signatures)")
+
+
+def _register_collection_commands() -> None:
+    from nsdiag.cli_profile import doctor, profile
+
+    main.add_command(profile)
+    main.add_command(doctor)
+
+
+_register_collection_commands()

@@ -42,5 +42,11 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
     out["mean_duration_ns"] = out["duration_ns"] if "duration_ns" in out else float("nan")
     out["launches"] = grouped.size()
     out["launch_ids"] = k["id"].astype(int).groupby(keys, sort=False).agg(list)
+    # A targeted session profiles a few launches per signature; the timeline (phase 1) knows
+    # how many there were and how long they took in all, so that is what the shares use.
+    if "timeline_total_ns" in k and k["timeline_total_ns"].notna().any():
+        known = out["timeline_total_ns"].notna()
+        out.loc[known, "total_duration_ns"] = out.loc[known, "timeline_total_ns"]
+        out.loc[known, "launches"] = out.loc[known, "timeline_launches"].round().astype(int)
     out = out.sort_values("total_duration_ns", ascending=False, na_position="last", kind="stable")
     return out.reset_index(drop=True)

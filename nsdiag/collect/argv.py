@@ -1,0 +1,148 @@
+"""Command lines for ncu and nsys, built by pure functions (golden-tested; never through a shell).
+
+Flags are those of Nsight Compute / Nsight Systems 2025.3.1 (see ../shared/GPU-NOTES.md and the
+research notes). Every function returns a fresh list of strings: paths with spaces need no quoting.
+Output names are given without extension; ncu appends `.ncu-rep` and nsys `.nsys-rep`.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable, Sequence
+
+# The sections the rules, the verdict and the roofline read (nsdiag/model/catalogue.py), and no
+# more: what `--set full` adds beyond these (PM sampling, source counters with PC sampling, NVLink,
+# NUMA, the FP64/FP16/FP32 hierarchical rooflines) costs replay passes no rule uses.
+#   SpeedOfLight                  duration, clocks, SOL %, its breakdown (shared-memory wavefront %)
+#   LaunchStats, Occupancy        launch__*, occupancy and its limits
+#   ComputeWorkloadAnalysis       pipe utilisation (sm__pipe_*, sm__inst_executed_pipe_*), IPC
+#   MemoryWorkloadAnalysis(+Chart, _Tables)  hit rates, bytes per level, sectors per request,
+#                                 bytes per sector, bank conflicts, local-memory traffic, atomics
+#   SchedulerStats, WarpStateStats  issue activity, eligible warps, stall reasons, divergence
+#   InstructionStats              executed instructions
+#   SpeedOfLight_RooflineChart    FLOP rates and peaks (roofline)
+#   SpeedOfLight_HierarchicalTensorRooflineChart  tensor-core operation counts
+TARGETED_SECTIONS: tuple[str, ...] = (
+    "SpeedOfLight", "LaunchStats", "Occupancy", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis",
+    "MemoryWorkloadAnalysis_Chart", "MemoryWorkloadAnalysis_Tables", "SchedulerStats", "WarpStateStats",
+    "InstructionStats", "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalTensorRooflineChart",
+)
+SECTION_SETS = ("rules", "full")   # what phase 2 collects: the sections above, or ncu's full set
+DURATION_METRIC = "gpu__time_duration.sum"
+_REGEX_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}])")
+
+
+def regex_escape(text: str) -> str:
+    """Escape regex metacharacters only: valid in ECMAScript, POSIX ERE and Perl alike (Python's
+    re.escape also escapes spaces and other characters some engines reject as identity escapes)."""
+    return _REGEX_SPECIAL.sub(r"\\\1", text)
+
+
+def function_regex(functions: Iterable[str]) -> str:
+    """ncu `-k` value matching exactly these function names (ncu's regex is a partial match)."""
+    names = sorted(set(functions))
+    if not names:
+        raise ValueError("no kernel function to profile")
+    return "regex:^(" + "|".join(regex_escape(n) for n in names) + ")$"
+
+
+def nvtx_include(expression: str) -> str:
+    """ncu `--nvtx-include` value: a bare name is a push/pop range (ncu wants a trailing '/');
+    an expression with '/' or '@' (ncu's own syntax, e.g. start/end ranges `domain@range`) is kept."""
+    return expression if ("/" in expression or "@" in expression) else expression + "/"
+
+
+def section_args(section_set: str = "rules") -> list[str]:
+    """`--section X` for each section the rules read, or `--set full` (every section ncu has)."""
+    if section_set == "full":
+        return ["--set", "full"]
+    if section_set != "rules":
+        raise ValueError(f"unknown section set {section_set!r} (expected one of {SECTION_SETS})")
+    return [arg for section in TARGETED_SECTIONS for arg in ("--section", section)]
+
+
+def ncu_output(path: str | Path) -> str:
+    """ncu expands macros (%p, %h, %i, %q{ENV}) in -o names; '%%' is a literal '%'."""
+    return str(path).replace("%", "%%")
+
+
+def _region(profile_from_start: bool, nvtx: str | None) -> list[str]:
+    out = [] if profile_from_start else ["--profile-from-start", "off"]
+    if nvtx:
+        out += ["--nvtx", "--nvtx-include", nvtx_include(nvtx)]
+    return out
+
+
+def nsys_profile(nsys: str | Path, output: str | Path, program: Sequence[str], *,
+                 profile_from_start: bool = True) -> list[str]:
+    """Phase 1: the timeline. CUDA, NVTX and OS-runtime traces, no CPU sampling or context
+    switches (cheap); CUDA-graph kernels one by one so that they can be planned like any other.
+    With profile_from_start off, only the cudaProfilerStart/Stop region is captured and the
+    program then runs to its end (`stop`, not the default `stop-shutdown`, which kills it)."""
+    argv = [str(nsys), "profile", "-t", "cuda,nvtx,osrt", "--cpuctxsw", "none", "-s", "none",
+            "--cuda-graph-trace", "node"]
+    if not profile_from_start:
+        argv += ["--capture-range", "cudaProfilerApi", "--capture-range-end", "stop"]
+    return argv + ["-f", "true", "-o", str(output), *program]
+
+
+def nsys_export_sqlite(nsys: str | Path, report: str | Path, output: str | Path) -> list[str]:
+    return [str(nsys), "export", "--type", "sqlite", "-f", "true", "-o", str(output), str(report)]
+
+
+def ncu_durations(ncu: str | Path, output: str | Path, program: Sequence[str], *,
+                  profile_from_start: bool = True, nvtx: str | None = None) -> list[str]:
+    """Phase 1 without nsys: every launch once, duration only (about 0.2 s per launch on the H200)."""
+    return [str(ncu), "--metrics", DURATION_METRIC, *_region(profile_from_start, nvtx),
+            "--clock-control", "none", "-f", "-o", ncu_output(output), *program]
+
+
+def ncu_targeted(ncu: str | Path, output: str | Path, program: Sequence[str], *, functions: Iterable[str],
+                 launch_count: int, sections: str = "rules",
+                 profile_from_start: bool = True, nvtx: str | None = None) -> list[str]:
+    """Phase 2: one ncu run profiling the first `launch_count` launches of each launch
+    configuration (grid, block, shared memory) of the named kernel functions.
+
+    `--filter-mode per-launch-config` applies the kernel-name filter and the launch count per
+    launch configuration, so `--launch-count 1` profiles one launch of every shape of these
+    functions, not the first launch only. Names are ncu's `function` base (no namespace, template
+    or parameters), which is what nsys calls the short name."""
+    if launch_count < 1:
+        raise ValueError("launch_count must be at least 1")
+    argv = [str(ncu), *section_args(sections)]
+    argv += ["--kernel-name-base", "function", "-k", function_regex(functions),
+             "--filter-mode", "per-launch-config", "--launch-count", str(launch_count)]
+    return argv + [*_region(profile_from_start, nvtx), "--clock-control", "none", "--import-source", "no",
+                   "-f", "-o", ncu_output(output), *program]
+
+
+def ncu_full(ncu: str | Path, output: str | Path, program: Sequence[str], *, kernel_regex: str | None = None,
+             profile_from_start: bool = True, nvtx: str | None = None) -> list[str]:
+    """`--full`: every launch (or every launch whose function name matches), the full set."""
+    argv = [str(ncu), "--set", "full"]
+    if kernel_regex:
+        argv += ["-k", f"regex:{kernel_regex}"]
+    return argv + [*_region(profile_from_start, nvtx), "--clock-control", "none", "--import-source", "no",
+                   "-f", "-o", ncu_output(output), *program]
+
+
+def ncu_export_raw(ncu: str | Path, report: str | Path) -> list[str]:
+    """One row per launch, every metric, base units (the format tests/data holds)."""
+    return [str(ncu), "-i", str(report), "--csv", "--page", "raw", "--print-units", "base"]
+
+
+def ncu_export_details(ncu: str | Path, report: str | Path) -> list[str]:
+    """Section metrics by label plus ncu's own rule results (a second opinion)."""
+    return [str(ncu), "-i", str(report), "--csv", "--page", "details", "--print-details", "all",
+            "--print-units", "base"]
+
+
+def template_targeted(ncu: str | Path, output: str | Path, program: Sequence[str], *,
+                      sections: str = "rules", profile_from_start: bool = True,
+                      nvtx: str | None = None) -> list[str]:
+    """Phase 2 as a dry run shows it: the kernel list and count are only known after phase 1."""
+    argv = ncu_targeted(ncu, output, program, functions=["FUNCTIONS"], launch_count=1, sections=sections,
+                        profile_from_start=profile_from_start, nvtx=nvtx)
+    argv[argv.index("regex:^(FUNCTIONS)$")] = "regex:^(<kernel functions chosen from phase 1>)$"
+    argv[argv.index("--launch-count") + 1] = "<N>"
+    return argv
