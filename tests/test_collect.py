@@ -654,3 +654,15 @@ def test_doctor_reads_nvidia_smi_and_ldd(clean_env: Path, monkeypatch: pytest.Mo
     fake_tool(clean_env / "nsys-home/host-linux-x64", "QdstrmImporter", "")
     check = doctor.check_nsys_importer(tools.Tool(nsys, "2025.3.1.0"), fake)
     assert check.ok is False and "libdw.so.1" in check.detail and "LD_LIBRARY_PATH" in check.fix
+
+
+@pytest.mark.parametrize("line, name", [
+    ('==PROF== Profiling "elementwise_kernel" - 0: 0%....50%....100% - 38 passes', "elementwise_kernel"),
+    # as ncu 2025.3.1 printed it on the H200 for a targeted run (no launch index)
+    ('==PROF== Profiling "fused_kernel": 0%....50%....100% - 35 passes', "fused_kernel"),
+])
+def test_progress_lines_as_ncu_prints_them(line: str, name: str) -> None:
+    from nsdiag.collect.runner import _PROGRESS
+
+    match = _PROGRESS.match(line)
+    assert match and match.group("name") == name and int(match.group("passes")) in (35, 38)

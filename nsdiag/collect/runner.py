@@ -26,7 +26,7 @@ PERMISSION_HINT = ("run nsdiag as root (sudo), or allow every user to profile: s
 NO_GPU_HINT = "run on a machine with an NVIDIA GPU and its driver (nvidia-smi must list the GPU)"
 
 # `==PROF== Profiling "name" - 12: 0%....50%....100% - 38 passes`: one line per profiled launch.
-_PROGRESS = re.compile(r'^==PROF== Profiling "(?P<name>.*)" - (?P<index>\d+): .*?(?P<passes>\d+) passes')
+_PROGRESS = re.compile(r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<index>\d+))?: .*?(?P<passes>\d+) passes')
 # Known failure texts, most specific first (ncu, nsys, the CUDA runtime, PyTorch).
 PROBLEMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("counter-permission", re.compile(r"ERR_NVGPUCTRPERM|permission to access NVIDIA GPU Performance Counters", re.I)),
