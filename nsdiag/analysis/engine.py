@@ -155,13 +155,28 @@ def diagnose(session: Session, rules: Iterable[RuleSpec] | None = None) -> Diagn
 
     program, program_skips = program_findings(session, derived, kernels, program_rules, total_ns)
     skipped.extend(program_skips)
-    meta = {"sources": session.meta.get("sources", []), "kernel_launches": int(len(session.kernels))}
+    meta = {"sources": session.meta.get("sources", []), "kernel_launches": int(len(session.kernels)),
+            **_provenance(session.meta)}
     if ceiling:
         meta["measured_dram_ceiling"] = {"bytes_per_s": ceiling, "kernel": ceiling_kernel}
     if session.has_timeline():
         meta["timeline"] = _timeline_summary(session.timeline)
     return Diagnosis(device=dict(session.meta.get("device", {})), total_gpu_time_ns=total_ns, kernels=kernels,
                      program_findings=program, skipped_rules=_dedupe(skipped), meta=meta)
+
+
+def _provenance(meta: dict[str, Any]) -> dict[str, Any]:
+    """Tool versions and the profiled command, where the session knows them."""
+    tools = {name: info.get("version") for name, info in (meta.get("tools") or {}).items()
+             if isinstance(info, dict) and info.get("version")}
+    if meta.get("nsys_version") and "nsys" not in tools:
+        tools["nsys"] = meta["nsys_version"]
+    out: dict[str, Any] = {"tools": tools} if tools else {}
+    if meta.get("command"):
+        out["command"] = " ".join(map(str, meta["command"])) if isinstance(meta["command"], list) else str(meta["command"])
+    if meta.get("profiled_at"):
+        out["profiled_at"] = meta["profiled_at"]
+    return out
 
 
 def _timeline_summary(timeline: pd.DataFrame) -> dict[str, Any]:

@@ -62,6 +62,9 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
                     if diagnosis.kernels else "no Nsight Compute kernel metrics (timeline only)")
     console.print(Text(f"nsdiag: {device.get('name', 'unknown device')} (cc {device.get('cc', '?')}, "
                        f"{device.get('sm_count', '?')} SMs), {kernels_text}", style="bold"))
+    tools = diagnosis.meta.get("tools")
+    if tools:
+        console.print(Text("tools: " + ", ".join(f"{name} {version}" for name, version in tools.items()), style="dim"))
     timeline = diagnosis.meta.get("timeline")
     if timeline:
         counts = ", ".join(f"{n} {kind}s" for kind, n in timeline["activities"].items())
