@@ -351,9 +351,12 @@ def test_export_argv_is_a_list_and_missing_nsys_says_how_to_export(tmp_path: Pat
     argv = nsys_export.export_argv(nsys, tmp_path / "my report.nsys-rep", tmp_path / "out.sqlite")
     assert argv == [str(nsys), "export", "--type", "sqlite", "-o", str(tmp_path / "out.sqlite"), "-f", "true",
                     str(tmp_path / "my report.nsys-rep")]
-    monkeypatch.setattr(nsys_export, "_INSTALL_GLOBS", ())
+    from nsdiag.collect import tools
+
+    monkeypatch.setattr(tools, "INSTALL_GLOBS", {"nsys": (), "ncu": ()})
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.delenv("NSYS", raising=False)
+    for var in ("NSYS", "NCU", "CUDA_HOME", "CUDA_PATH"):
+        monkeypatch.delenv(var, raising=False)
     report = tmp_path / "r.nsys-rep"
     report.write_bytes(b"x")
     assert reader_for(report) is nsys_rep.read
@@ -367,7 +370,8 @@ def test_nsys_rep_is_exported_with_the_nsys_found(tmp_path: Path, monkeypatch, d
     export = tmp_path / "recorded.sqlite"
     export.write_bytes(gzip.decompress((data_dir / "nsys" / "sync_heavy.sqlite.gz").read_bytes()))
     fake = tmp_path / "fake nsys"
-    fake.write_text(f'#!/bin/sh\n# args: export --type sqlite -o OUT -f true REP\ncp "{export}" "$5"\n')
+    fake.write_text(f'#!/bin/sh\n# args: export --type sqlite -o OUT -f true REP (or --version)\n'
+                    f'[ "$1" = --version ] && echo "NVIDIA Nsight Systems version 2025.3.1.0" && exit 0\ncp "{export}" "$5"\n')
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("NSYS", str(fake))
     assert nsys_export.find_nsys() == fake

@@ -1,41 +1,21 @@
 """Find an nsys binary and export a `.nsys-rep` report to SQLite with it."""
 from __future__ import annotations
 
-import glob
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
+from nsdiag.collect.tools import find_optional
 from nsdiag.errors import InputError, MissingDependencyError, ProfilerError
 
-# Where NVIDIA's installers put nsys; newest version last after sorting. Nsight Compute ships a
-# copy of nsys for its own use under host/target-linux-x64.
-_INSTALL_GLOBS = (
-    "/opt/nvidia/nsight-systems/*/bin/nsys",
-    "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys",
-    "/usr/local/cuda*/bin/nsys",
-)
 EXPORT_HINT = ("export it where nsys is installed: nsys export --type sqlite report.nsys-rep "
                "(writes report.sqlite), then pass the .sqlite file; or install Nsight Systems, or set NSYS=/path/to/nsys")
 
 
-def find_nsys(env: dict[str, str] | None = None) -> Path | None:
-    """The nsys binary: $NSYS, then PATH, then the standard install folders (newest first)."""
-    env = dict(os.environ) if env is None else env
-    candidates: list[str] = []
-    if env.get("NSYS"):
-        candidates.append(env["NSYS"])
-    on_path = shutil.which("nsys", path=env.get("PATH"))
-    if on_path:
-        candidates.append(on_path)
-    for pattern in _INSTALL_GLOBS:
-        candidates.extend(sorted(glob.glob(pattern), reverse=True))
-    for candidate in candidates:
-        path = Path(candidate)
-        if path.is_file() and os.access(path, os.X_OK):
-            return path
-    return None
+def find_nsys() -> Path | None:
+    """The nsys to export with: the same search as `nsdiag profile` ($NSYS, PATH, CUDA_HOME, the
+    standard install folders, the copy inside Nsight Compute), newest working version first."""
+    tool = find_optional("nsys")
+    return tool.path if tool is not None else None
 
 
 def export_argv(nsys: Path, report: Path, output: Path) -> list[str]:
