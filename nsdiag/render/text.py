@@ -2,41 +2,31 @@
 from __future__ import annotations
 
 import io
-import math
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
-from nsdiag.model.names import short_name
+from nsdiag.model.names import short_name, short_names
+from nsdiag.render import fmt
 
 WIDTH = 120
 
 
-def _fmt_time(ns: float) -> str:
-    if ns is None or math.isnan(ns):
-        return "n/a"
-    if ns >= 1e6:
-        return f"{ns / 1e6:.2f} ms"
-    if ns >= 1e3:
-        return f"{ns / 1e3:.1f} us"
-    return f"{ns:.0f} ns"
-
-
 def _pct(value: float | None) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.0f}%"
+    return fmt.pct(value, digits=0)
 
 
 def _evidence(finding: Finding) -> str:
     return "; ".join(e.as_text() for e in finding.evidence if e.value is not None)
 
 
-def _kernel_block(console: Console, kernel: KernelDiagnosis, top: int) -> None:
+def _kernel_block(console: Console, kernel: KernelDiagnosis, top: int, name: str) -> None:
     roof = kernel.roofline.get("pct_of_roof")
     header = Text.assemble(
-        (f"{short_name(kernel.name)}", "bold"),
-        f"  {kernel.launches}x, {_fmt_time(kernel.duration_ns)} ({kernel.time_share * 100:.1f}% of GPU time)",
+        (name, "bold"),
+        f"  {kernel.launches}x, {fmt.time_ns(kernel.duration_ns)} ({kernel.time_share * 100:.1f}% of GPU time)",
         f"  [{kernel.bound}" + (f": {kernel.limiter}" if kernel.limiter else "") + f", {_pct(roof)} of roof]",
     )
     console.print(header)
@@ -58,7 +48,7 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
     buffer = io.StringIO()
     console = Console(file=buffer, width=WIDTH, force_terminal=False, color_system=None, highlight=False)
     device = diagnosis.device
-    kernels_text = (f"{len(diagnosis.kernels)} kernel signatures, {_fmt_time(diagnosis.total_gpu_time_ns)} of profiled GPU time"
+    kernels_text = (f"{len(diagnosis.kernels)} kernel signatures, {fmt.time_ns(diagnosis.total_gpu_time_ns)} of profiled GPU time"
                     if diagnosis.kernels else "no Nsight Compute kernel metrics (timeline only)")
     console.print(Text(f"nsdiag: {device.get('name', 'unknown device')} (cc {device.get('cc', '?')}, "
                        f"{device.get('sm_count', '?')} SMs), {kernels_text}", style="bold"))
@@ -68,7 +58,7 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
     timeline = diagnosis.meta.get("timeline")
     if timeline:
         counts = ", ".join(f"{n} {kind}s" for kind, n in timeline["activities"].items())
-        console.print(Text(f"timeline: {counts} over {_fmt_time(timeline['span_ns'])}", style="dim"))
+        console.print(Text(f"timeline: {counts} over {fmt.time_ns(timeline['span_ns'])}", style="dim"))
     ceiling = diagnosis.meta.get("measured_dram_ceiling")
     if ceiling:
         console.print(Text(f"measured DRAM ceiling: {ceiling['bytes_per_s'] / 1e12:.2f} TB/s "
@@ -92,8 +82,9 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
             console.print(Text(f"    fix: {finding.fix}", style="green"))
     if diagnosis.kernels:
         console.print(Text("Kernels by GPU time", style="bold underline"))
+    names = short_names(k.name for k in diagnosis.kernels)
     for kernel in diagnosis.kernels[:kernels]:
-        _kernel_block(console, kernel, top)
+        _kernel_block(console, kernel, top, names.get(kernel.name, short_name(kernel.name)))
     hidden = len(diagnosis.kernels) - kernels
     if hidden > 0:
         console.print(Text(f"... {hidden} more kernel signatures (use --top-kernels or --json to see all)", style="dim"))
