@@ -10,7 +10,7 @@ import pandas as pd
 from nsdiag.analysis import verdict
 from nsdiag.analysis.diagnosis import Evidence, Finding, KernelDiagnosis
 from nsdiag.analysis.rulespec import RuleSpec
-from nsdiag.model.names import short_name
+from nsdiag.model.names import short_name, short_names
 from nsdiag.model.session import Session
 
 _COPY_NAME = re.compile(r"copy", re.IGNORECASE)
@@ -117,7 +117,8 @@ def fusion_candidates(rule: RuleSpec, session: Session, derived: pd.DataFrame,
         impact = g["saved_ns"] / total_ns if total_ns else 0.0
         if impact < rule.params.get("min_impact", 0.01):
             continue
-        chain_text = " -> ".join(short_name(n) for n in names)
+        labels = short_names(names)
+        chain_text = " -> ".join(labels[n] for n in names)
         evidence = (
             Evidence("chain_time_ns", g["time_ns"]), Evidence("dram_bytes_moved", g["moved"]),
             Evidence("intermediate_bytes", g["intermediate"], ">=", rule.params.get("min_intermediate_bytes", 1e6)),
