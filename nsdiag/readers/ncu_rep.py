@@ -65,7 +65,8 @@ def _read(path: Path, ncu_report: Any) -> Session:
             raw_rows.append(_metrics(action, raw_units))
             rules.extend(_rules(action, launch))
     if not identity_rows:
-        raise InputError(f"{path} holds no profiled kernels", "profile at least one kernel launch")
+        raise InputError(f"{path} holds no profiled kernels (or is not an Nsight Compute report)",
+                         "check the file; ncu -i REPORT --page raw should list its kernels")
     identity = pd.DataFrame(identity_rows)
     raw = pd.DataFrame(raw_rows)
     rule_frame = pd.DataFrame(rules, columns=list(RULE_RESULT_COLUMNS))
