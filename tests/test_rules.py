@@ -30,7 +30,7 @@ references = ["r"]
 
 def test_every_rule_loads_with_unique_ids_and_docs() -> None:
     rules = load_rules()
-    assert len(rules) >= 24
+    assert len(rules) >= 29
     assert len({r.id for r in rules}) == len(rules)
     for rule in rules:
         for section in ("detects", "why", "fix", "false_positives", "references"):
@@ -41,8 +41,7 @@ def test_vocabulary_is_covered() -> None:
     """Every kernel and program cause of the design's vocabulary has at least one rule."""
     causes = {r.cause for r in load_rules()}
     assert KERNEL_CAUSES - causes == set()
-    missing_program = PROGRAM_CAUSES - causes
-    assert missing_program <= {"pageable-memcpy", "sync-heavy", "gpu-idle-gaps", "no-copy-compute-overlap"} - causes
+    assert PROGRAM_CAUSES - causes == set()
 
 
 def _rule_file(tmp_path: Path, text: str) -> Path:
