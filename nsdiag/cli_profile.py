@@ -78,8 +78,8 @@ class RichProgress:
 @click.option("--full", is_flag=True, help="profile every launch with the full section set (slow: ~2.3 s per launch)")
 @click.option("--coverage", type=click.FloatRange(0, 1, min_open=True), default=0.9, show_default=True,
               help="profile the kernel signatures that make up this share of GPU time")
-@click.option("--max-kernels", type=click.IntRange(min=1), default=40, show_default=True,
-              help="at most this many kernel signatures (name + grid + block)")
+@click.option("--max-kernels", type=click.IntRange(min=1), default=100, show_default=True,
+              help="at most this many kernel signatures profiled (kernel + grid + block; the other shapes of a chosen kernel count too)")
 @click.option("-k", "--kernel", metavar="REGEX", help="only kernels whose name matches (Python regex on the demangled or "
               "function name; with --full, ncu's regex on the function name)")
 @click.option("--nvtx", metavar="RANGE", help="only kernels launched inside this NVTX push/pop range "
@@ -87,8 +87,9 @@ class RichProgress:
 @click.option("--profile-from-start", type=click.Choice(["on", "off"]), default=None,
               help="off: profile only between cudaProfilerStart and cudaProfilerStop "
                    "[default: on; off for the reference kernels]")
-@click.option("--sections", type=click.Choice(["rules", "full"]), default="rules", show_default=True,
-              help="what the targeted runs collect: the sections nsdiag's rules read, or ncu's full set")
+@click.option("--sections", type=click.Choice(["rules", "sections", "full"]), default="rules", show_default=True,
+              help="what the targeted runs collect: the metrics nsdiag's rules read (fastest), the ncu sections "
+                   "holding them (adds ncu's own hints for each, ~4x slower), or ncu's full set")
 @click.option("--dry-run", is_flag=True, help="print the commands that would run, and exit")
 @_one_line_errors
 def profile(program: tuple[str, ...], output: Path | None, ncu: str | None, nsys: str | None, full: bool,

@@ -59,17 +59,27 @@ def test_ncu_duration_and_full_argv() -> None:
 
 
 def test_ncu_targeted_argv() -> None:
-    got = cmd.ncu_targeted("/opt/ncu", "r/targeted-1", ["python", "t.py"], functions=["gemm_kernel", "elementwise_kernel"],
-                           launch_count=2, profile_from_start=False, nvtx="dom@range")
+    got = cmd.ncu_targeted("/opt/ncu", "r/targeted-1", ["python", "t.py"], names=["gemm_kernel", "elementwise_kernel"],
+                           launch_count=2, name_base="function", sections="sections", profile_from_start=False,
+                           nvtx="dom@range")
     assert got == ["/opt/ncu", *SECTIONS, "--kernel-name-base", "function", "-k", "regex:^(elementwise_kernel|gemm_kernel)$",
                    "--filter-mode", "per-launch-config", "--launch-count", "2", "--profile-from-start", "off",
                    "--nvtx", "--nvtx-include", "dom@range", "--clock-control", "none", "--import-source", "no",
                    "-f", "-o", "r/targeted-1", "python", "t.py"]
-    assert cmd.ncu_targeted("ncu", "o", ["a"], functions=["k"], launch_count=1, sections="full") == [
-        "ncu", "--set", "full", "--kernel-name-base", "function", "-k", "regex:^(k)$", "--filter-mode", "per-launch-config",
+    assert cmd.ncu_targeted("ncu", "o", ["a"], names=["_Z1kv"], launch_count=1, sections="full") == [
+        "ncu", "--set", "full", "--kernel-name-base", "mangled", "-k", "regex:^(_Z1kv)$", "--filter-mode", "per-launch-config",
         "--launch-count", "1", "--clock-control", "none", "--import-source", "no", "-f", "-o", "o", "a"]
+    assert cmd.ncu_targeted("ncu", "o", ["a"], names=["_Z1kv"], launch_count=1, metrics=["a__x.sum", "b__y.ratio"]) == [
+        "ncu", "--section", "SpeedOfLight", "--section", "LaunchStats", "--section", "Occupancy",
+        "--metrics", "a__x.sum,b__y.ratio", "--kernel-name-base", "mangled", "-k", "regex:^(_Z1kv)$",
+        "--filter-mode", "per-launch-config", "--launch-count", "1", "--clock-control", "none", "--import-source", "no",
+        "-f", "-o", "o", "a"]
     with pytest.raises(ValueError):
-        cmd.ncu_targeted("ncu", "o", ["a"], functions=[], launch_count=1)
+        cmd.ncu_targeted("ncu", "o", ["a"], names=["_Z1kv"], launch_count=1)     # rules without their metrics
+    with pytest.raises(ValueError):
+        cmd.ncu_targeted("ncu", "o", ["a"], names=[], launch_count=1, metrics=["m"])
+    with pytest.raises(ValueError):
+        cmd.ncu_targeted("ncu", "o", ["a"], names=["k"], launch_count=1, name_base="demangled", metrics=["m"])
     with pytest.raises(ValueError):
         cmd.section_args("detailed")
 
@@ -122,8 +132,12 @@ def test_signatures_rank_by_total_time() -> None:
 @pytest.mark.parametrize("coverage, max_kernels, regex, expected", [
     (0.9, 40, None, ["void ew<Mul>(int)", "void gemm<1>(float)", "void norm(float *)"]),
     (0.45, 40, None, ["void ew<Mul>(int)"]),
-    (1.0, 2, None, ["void ew<Mul>(int)", "void gemm<1>(float)"]),
-    (0.95, 40, "gemm", ["void gemm<1>(float)", "void gemm<1>(float)"]),
+    # ew<Mul> brings ew<Fill> (the same name's first launch of that shape): 2 profiled; gemm would
+    # bring its second shape (4 > 3) and is passed over for norm.
+    (1.0, 2, None, ["void ew<Mul>(int)"]),
+    (1.0, 3, None, ["void ew<Mul>(int)", "void norm(float *)"]),
+    # the other gemm shape is profiled with the first and counts toward coverage
+    (0.95, 40, "gemm", ["void gemm<1>(float)"]),
     (0.9, 40, "^nothing$", []),
 ])
 def test_choose(coverage: float, max_kernels: int, regex: str | None, expected: list[str]) -> None:
@@ -134,13 +148,14 @@ def test_choose(coverage: float, max_kernels: int, regex: str | None, expected: 
 def test_plan_covers_a_template_variant_behind_another() -> None:
     # ew<Mul> is the second launch of (ew, G1, B): one run counting 2 launches per shape reaches it.
     settings = plan.PlanSettings(coverage=0.9, program_s=5.0, seconds_per_launch=1.0)
-    p = plan.make_plan(STEP, settings, argv_for=lambda i, r: ["ncu", str(i), str(r.launch_count)])
-    assert [(r.functions, r.launch_count, r.launches, r.argv) for r in p.rounds] == [
-        (("ew", "gemm", "norm"), 2, 5, ("ncu", "1", "2"))]
+    p = plan.make_plan(STEP, settings, argv_for=lambda i, r, base: ["ncu", base, str(i), str(r.launch_count)])
+    assert [(r.names, r.launch_count, r.launches, r.argv) for r in p.rounds] == [
+        (("ew", "gemm", "norm"), 2, 5, ("ncu", "function", "1", "2"))]
     assert {s.name for s in p.rounds[0].wanted} == {"void ew<Mul>(int)", "void gemm<1>(float)", "void norm(float *)"}
     assert p.uncovered == () and p.launches == 5 and p.total_launches == 6
     assert p.estimated_s == 5.0 + 5 * 1.0 and p.full_estimated_s == 5.0 + 6 * plan.SECONDS_PER_LAUNCH["full"]
-    assert abs(p.planned_share - 1250 / 1300) < 1e-9
+    # counting 2 per shape also reaches ew<Fill> and the second gemm shape: every signature
+    assert p.planned_share == 1.0 and len(p.rounds[0].profiled) == 5
     json.dumps(plan.describe(p))
 
 
@@ -148,19 +163,42 @@ def test_plan_shared_shape_across_functions_depends_on_the_key() -> None:
     # a: f@G1 then g@G1; both wanted. If ncu's key has no name, g waits behind f.
     t = timeline([("f()", "f", G1, B, 100.0), ("g()", "g", G1, B, 100.0)])
     without = plan.make_plan(t, plan.PlanSettings(coverage=1.0, key_has_name=False))
-    assert [(r.functions, r.launch_count) for r in without.rounds] == [(("f", "g"), 2)]
+    assert [(r.names, r.launch_count) for r in without.rounds] == [(("f", "g"), 2)]
     with_name = plan.make_plan(t, plan.PlanSettings(coverage=1.0, key_has_name=True))
-    assert [(r.functions, r.launch_count, r.launches) for r in with_name.rounds] == [(("f", "g"), 1, 2)]
+    assert [(r.names, r.launch_count, r.launches) for r in with_name.rounds] == [(("f", "g"), 1, 2)]
 
 
-def test_plan_splits_runs_when_a_deep_variant_would_multiply_launches() -> None:
-    # v7 is the 8th launch of its shape: beyond max_launch_count, so it gets a run of its own
-    # where only the launches before it of the same shape are counted.
-    rows = [(f"void ew<v{i}>()", "ew", G1, B, 1.0) for i in range(8)] + [("void big()", "big", G2, B, 1000.0)]
-    rows[7] = ("void ew<v7>()", "ew", G1, B, 500.0)
-    p = plan.make_plan(timeline(rows), plan.PlanSettings(coverage=0.99, max_launch_count=4, max_rounds=3))
+DEEP_VARIANT = [(f"void ew<v{i}>()", "ew", G1, B, 1.0) for i in range(7)] + [("void ew<v7>()", "ew", G1, B, 500.0),
+                                                                            ("void big()", "big", G2, B, 1000.0)]
+
+
+def test_plan_with_mangled_names_needs_one_run() -> None:
+    # nsys gives mangled names: ncu counts each template instance apart, so v7 is first of its kind.
+    t = timeline(DEEP_VARIANT).assign(mangled_name=lambda d: d["name"].map(lambda n: "_Z" + n.replace(" ", "")))
+    p = plan.make_plan(t, plan.PlanSettings(coverage=0.99),
+                       argv_for=lambda i, r, base: cmd.ncu_targeted("ncu", f"t-{i}", ["a"], names=r.names, metrics=["m"],
+                                                                    launch_count=r.launch_count, name_base=base))
+    assert p.name_base == "mangled" and p.uncovered == ()
+    assert [(r.names, r.launch_count, r.launches) for r in p.rounds] == [(("_Zvoidbig()", "_Zvoidew<v7>()"), 1, 2)]
+    argv = p.rounds[0].argv
+    assert argv[argv.index("--kernel-name-base") + 1] == "mangled"
+    assert argv[argv.index("-k") + 1] == r"regex:^(_Zvoidbig\(\)|_Zvoidew<v7>\(\))$"
+
+
+def test_plan_without_mangled_names_cannot_reach_a_deep_variant() -> None:
+    # bare function names: v7 is the 8th launch of (ew, G1), beyond max_launch_count.
+    p = plan.make_plan(timeline(DEEP_VARIANT), plan.PlanSettings(coverage=0.99, max_launch_count=4))
+    assert p.name_base == "function" and [r.names for r in p.rounds] == [("big",)]
+    assert [s.name for s in p.uncovered] == ["void ew<v7>()"] and "shadowed" in p.notes[0]
+
+
+def test_plan_leaves_unreachable_names_out_of_the_filter() -> None:
+    # Were the name not part of ncu's key, v7 would still be the 8th launch of its shape: no run
+    # reaches it, and the run for big does not filter on ew (it would only profile other variants).
+    p = plan.make_plan(timeline(DEEP_VARIANT), plan.PlanSettings(coverage=0.99, max_launch_count=4, max_rounds=3,
+                                                                 key_has_name=False))
     assert [s.name for s in p.signatures] == ["void big()", "void ew<v7>()"]
-    assert p.rounds[0].functions == ("big", "ew") and p.rounds[0].launch_count == 1
+    assert p.rounds[0].names == ("big",) and p.rounds[0].launch_count == 1 and p.launches == 1
     assert [s.name for s in p.rounds[0].wanted] == ["void big()"]
     assert [s.name for s in p.uncovered] == ["void ew<v7>()"] and p.notes
 
@@ -667,3 +705,28 @@ def test_progress_lines_as_ncu_prints_them(line: str, name: str) -> None:
 
     match = _PROGRESS.match(line)
     assert match and match.group("name") == name and int(match.group("passes")) in (35, 38)
+
+
+def test_duration_groups_are_planned_matched_and_weighted() -> None:
+    from nsdiag.analysis.signatures import aggregate
+    from nsdiag.collect.profile import coverage, timeline_weights
+    # one GEMM kernel and grid doing two amounts of work (10 ns and 30 ns launches, alternating)
+    t = timeline([("void gemm<1>(float)", "gemm", G1, B, d) for d in (10.0, 30.0, 10.0, 30.0)])
+    p = plan.make_plan(t, plan.PlanSettings(coverage=1.0))
+    # the 30 ns group is chosen; the 10 ns group's first launch comes along (first of its configuration)
+    assert [(s.variant, s.variants, s.launches, s.total_ns) for s in p.signatures] == [(1, 2, 2, 60.0)]
+    # the 30 ns group's first launch is the second of the configuration: counting 2 reaches it
+    assert [(r.launch_count, r.launches, len(r.profiled)) for r in p.rounds] == [(2, 2, 2)]
+    assert any("duration groups" in n for n in p.notes) and p.planned_share == 1.0
+    launches = plan.kernel_launches(t)
+    profiled = pd.DataFrame({"id": [0, 1], "name": ["void gemm<1>(float)"] * 2, "grid": [G1, G1], "block": [B, B],
+                             "duration_ns": [11.0, 29.0], "x": [1.0, 3.0]})
+    weighted = timeline_weights(profiled, launches)
+    assert weighted["timeline_variant"].tolist() == [0, 1] and weighted["timeline_total_ns"].tolist() == [20.0, 60.0]
+    row = aggregate(weighted).iloc[0]
+    assert row["x"] == pytest.approx((1 * 20 + 3 * 60) / 80) and row["total_duration_ns"] == 80 and row["launches"] == 4
+    # with the short launch alone, the long group is reported missing
+    only_short = nsdiag.Session(kernels=timeline_weights(profiled.iloc[:1], launches))
+    assert coverage(p, only_short)["missing"] == [{"name": "void gemm<1>(float)", "grid": G1, "block": B, "share": 0.75}]
+    assert aggregate(only_short.kernels).iloc[0]["total_duration_ns"] == 20    # what the profiled group stands for
+    assert coverage(p, nsdiag.Session(kernels=weighted))["missing"] == []

@@ -1,7 +1,7 @@
 """A small GPT-style transformer training step in plain PyTorch: the benchmark workload.
 
     python benchmarks/workloads/tiny_transformer.py [--layers 4] [--width 768] [--heads 12]
-        [--seq 512] [--batch 8] [--vocab 32768] [--warmup 3] [--dtype bf16|fp32]
+        [--seq 512] [--batch 8] [--vocab 32768] [--warmup 3] [--dtype bf16|fp32] [--foreach]
 
 Warm-up steps first (cuBLAS/cuDNN heuristics, allocator, lazy module loading), then exactly one
 training step between cudaProfilerStart and cudaProfilerStop (profile it with
@@ -65,6 +65,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--vocab", type=int, default=32768)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16")
+    p.add_argument("--foreach", action="store_true",
+                   help="AdamW's multi-tensor update (PyTorch's default on CUDA): a few launches instead of ~8 per parameter")
     return p.parse_args()
 
 
@@ -73,8 +75,8 @@ def main() -> None:
     torch.manual_seed(0)
     device = torch.device("cuda")
     model = TinyGPT(args.vocab, args.seq, args.width, args.heads, args.layers).to(device)
-    # foreach=False: one small update kernel group per parameter, as many training loops have.
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, foreach=False)
+    # Without --foreach: one small update kernel group per parameter, as many training loops have.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, foreach=args.foreach)
     data = torch.randint(0, args.vocab, (args.batch, args.seq + 1), device=device)
     inputs, targets = data[:, :-1], data[:, 1:]
     autocast = torch.autocast("cuda", dtype=torch.bfloat16, enabled=args.dtype == "bf16")

@@ -23,6 +23,11 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
                         launches=pd.Series(dtype="int64"), launch_ids=pd.Series(dtype=object))
     keys = k[list(SIGNATURE)].astype(str).agg("\x1f".join, axis=1).rename("_signature")
     weight = k["duration_ns"].fillna(0).clip(lower=1e-9) if "duration_ns" in k else pd.Series(1.0, index=k.index)
+    timeline = _timeline_groups(k, keys)
+    if timeline is not None:
+        # Profiled launches stand for their duration group of the timeline: each group weighs
+        # what it took there, shared among its profiled launches.
+        weight = (timeline["total"] / timeline["profiled"]).where(timeline["total"].notna(), weight)
     numeric = [c for c in k.columns if c != "id" and pd.api.types.is_numeric_dtype(k[c])
                and not pd.api.types.is_bool_dtype(k[c])]
     values = k[numeric].astype("float64")
@@ -44,9 +49,23 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
     out["launch_ids"] = k["id"].astype(int).groupby(keys, sort=False).agg(list)
     # A targeted session profiles a few launches per signature; the timeline (phase 1) knows
     # how many there were and how long they took in all, so that is what the shares use.
-    if "timeline_total_ns" in k and k["timeline_total_ns"].notna().any():
-        known = out["timeline_total_ns"].notna()
-        out.loc[known, "total_duration_ns"] = out.loc[known, "timeline_total_ns"]
-        out.loc[known, "launches"] = out.loc[known, "timeline_launches"].round().astype(int)
+    if timeline is not None:
+        groups = timeline[timeline["total"].notna()].drop_duplicates("group").groupby(keys.name, sort=False)
+        total, count = groups["total"].sum(), groups["launches"].sum()
+        out.loc[total.index, "total_duration_ns"] = total
+        out.loc[count.index, "launches"] = count.round().astype(int)
+        out = out.drop(columns=[c for c in ("timeline_total_ns", "timeline_launches", "timeline_variant") if c in out])
     out = out.sort_values("total_duration_ns", ascending=False, na_position="last", kind="stable")
     return out.reset_index(drop=True)
+
+
+def _timeline_groups(k: pd.DataFrame, keys: pd.Series) -> pd.DataFrame | None:
+    """Per launch: its timeline duration group (signature + `timeline_variant`), that group's
+    timeline total and launch count, and how many profiled launches share the group."""
+    if "timeline_total_ns" not in k or not k["timeline_total_ns"].notna().any():
+        return None
+    variant = k["timeline_variant"].fillna(0).astype(int).astype(str) if "timeline_variant" in k else "0"
+    group = keys + "\x1f" + variant
+    return pd.DataFrame({keys.name: keys, "group": group, "total": k["timeline_total_ns"],
+                         "launches": k.get("timeline_launches", pd.Series(float("nan"), index=k.index)),
+                         "profiled": group.map(group.value_counts())}, index=k.index)

@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from nsdiag.collect.metric_set import BASE_SECTIONS
+
 # The sections the rules, the verdict and the roofline read (nsdiag/model/catalogue.py), and no
 # more: what `--set full` adds beyond these (PM sampling, source counters with PC sampling, NVLink,
 # NUMA, the FP64/FP16/FP32 hierarchical rooflines) costs replay passes no rule uses.
@@ -27,7 +29,10 @@ TARGETED_SECTIONS: tuple[str, ...] = (
     "MemoryWorkloadAnalysis_Chart", "MemoryWorkloadAnalysis_Tables", "SchedulerStats", "WarpStateStats",
     "InstructionStats", "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalTensorRooflineChart",
 )
-SECTION_SETS = ("rules", "full")   # what phase 2 collects: the sections above, or ncu's full set
+# What phase 2 collects: the rules' metrics by name with three cheap sections (metric_set.py: 25
+# passes, ~0.5 s per launch on the H200), the sections above (35 passes, ~1.9 s, with ncu's own
+# hints for each), or ncu's full set (38 passes, ~2.2 s).
+SECTION_SETS = ("rules", "sections", "full")
 DURATION_METRIC = "gpu__time_duration.sum"
 _REGEX_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}])")
 
@@ -39,10 +44,10 @@ def regex_escape(text: str) -> str:
 
 
 def function_regex(functions: Iterable[str]) -> str:
-    """ncu `-k` value matching exactly these function names (ncu's regex is a partial match)."""
+    """ncu `-k` value matching exactly these kernel names (ncu's regex is a partial match)."""
     names = sorted(set(functions))
     if not names:
-        raise ValueError("no kernel function to profile")
+        raise ValueError("no kernel to profile")
     return "regex:^(" + "|".join(regex_escape(n) for n in names) + ")$"
 
 
@@ -52,13 +57,18 @@ def nvtx_include(expression: str) -> str:
     return expression if ("/" in expression or "@" in expression) else expression + "/"
 
 
-def section_args(section_set: str = "rules") -> list[str]:
-    """`--section X` for each section the rules read, or `--set full` (every section ncu has)."""
+def section_args(section_set: str = "rules", metrics: Sequence[str] = ()) -> list[str]:
+    """What to collect: the base sections plus `metrics` by name ("rules"), `--section X` for each
+    section the rules read ("sections"), or `--set full` (every section ncu has)."""
     if section_set == "full":
         return ["--set", "full"]
+    if section_set == "sections":
+        return [arg for section in TARGETED_SECTIONS for arg in ("--section", section)]
     if section_set != "rules":
         raise ValueError(f"unknown section set {section_set!r} (expected one of {SECTION_SETS})")
-    return [arg for section in TARGETED_SECTIONS for arg in ("--section", section)]
+    if not metrics:
+        raise ValueError("the rules' metric list is empty (metric_set.rule_metrics)")
+    return [arg for section in BASE_SECTIONS for arg in ("--section", section)] + ["--metrics", ",".join(metrics)]
 
 
 def ncu_output(path: str | Path) -> str:
@@ -97,20 +107,23 @@ def ncu_durations(ncu: str | Path, output: str | Path, program: Sequence[str], *
             "--clock-control", "none", "-f", "-o", ncu_output(output), *program]
 
 
-def ncu_targeted(ncu: str | Path, output: str | Path, program: Sequence[str], *, functions: Iterable[str],
-                 launch_count: int, sections: str = "rules",
-                 profile_from_start: bool = True, nvtx: str | None = None) -> list[str]:
+def ncu_targeted(ncu: str | Path, output: str | Path, program: Sequence[str], *, names: Iterable[str],
+                 launch_count: int, name_base: str = "mangled", sections: str = "rules",
+                 metrics: Sequence[str] = (), profile_from_start: bool = True, nvtx: str | None = None) -> list[str]:
     """Phase 2: one ncu run profiling the first `launch_count` launches of each launch
-    configuration (grid, block, shared memory) of the named kernel functions.
+    configuration (grid, block, shared memory) of the named kernels.
 
-    `--filter-mode per-launch-config` applies the kernel-name filter and the launch count per
-    launch configuration, so `--launch-count 1` profiles one launch of every shape of these
-    functions, not the first launch only. Names are ncu's `function` base (no namespace, template
-    or parameters), which is what nsys calls the short name."""
+    `--filter-mode per-launch-config` counts launches per kernel name and launch configuration
+    (verified on the H200, tools/probes/probe_ncu_filters.sh), so `--launch-count 1` profiles one
+    launch of every shape of these kernels. Names are mangled (unique per template instance, the
+    same in nsys and ncu) or ncu's `function` base (no namespace, template or parameters: nsys's
+    short name)."""
     if launch_count < 1:
         raise ValueError("launch_count must be at least 1")
-    argv = [str(ncu), *section_args(sections)]
-    argv += ["--kernel-name-base", "function", "-k", function_regex(functions),
+    if name_base not in ("mangled", "function"):
+        raise ValueError(f"unknown kernel name base {name_base!r}")
+    argv = [str(ncu), *section_args(sections, metrics)]
+    argv += ["--kernel-name-base", name_base, "-k", function_regex(names),
              "--filter-mode", "per-launch-config", "--launch-count", str(launch_count)]
     return argv + [*_region(profile_from_start, nvtx), "--clock-control", "none", "--import-source", "no",
                    "-f", "-o", ncu_output(output), *program]
@@ -141,8 +154,10 @@ def template_targeted(ncu: str | Path, output: str | Path, program: Sequence[str
                       sections: str = "rules", profile_from_start: bool = True,
                       nvtx: str | None = None) -> list[str]:
     """Phase 2 as a dry run shows it: the kernel list and count are only known after phase 1."""
-    argv = ncu_targeted(ncu, output, program, functions=["FUNCTIONS"], launch_count=1, sections=sections,
+    argv = ncu_targeted(ncu, output, program, names=["NAMES"], launch_count=1, sections=sections, metrics=["METRICS"],
                         profile_from_start=profile_from_start, nvtx=nvtx)
-    argv[argv.index("regex:^(FUNCTIONS)$")] = "regex:^(<kernel functions chosen from phase 1>)$"
+    if "METRICS" in argv:
+        argv[argv.index("METRICS")] = "<the metrics the rules read that this GPU offers (ncu --query-metrics)>"
+    argv[argv.index("regex:^(NAMES)$")] = "regex:^(<mangled names of the kernels chosen from phase 1>)$"
     argv[argv.index("--launch-count") + 1] = "<N>"
     return argv

@@ -5,6 +5,7 @@ half-way still leaves a session saying what it holds and what is missing.
 """
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from typing import Protocol, Sequence
 import pandas as pd
 
 from nsdiag.collect import argv as cmd
-from nsdiag.collect import runner, session_dir, tools
+from nsdiag.collect import metric_set, runner, session_dir, tools
 from nsdiag.collect.doctor import gpu_info
 from nsdiag.collect.plan import (
     SECONDS_PER_LAUNCH,
@@ -35,6 +36,10 @@ from nsdiag.errors import InputError, NsdiagError, ProfilerError
 from nsdiag.model.session import Session
 
 
+# Fewer rule metrics than this means the chip's listing was not understood (136 on the H200).
+MIN_RULE_METRICS = 60
+
+
 @dataclass(frozen=True)
 class ProfileOptions:
     output: Path | None = None
@@ -42,12 +47,12 @@ class ProfileOptions:
     nsys: str | None = None
     full: bool = False
     coverage: float = 0.9
-    max_kernels: int = 40
+    max_kernels: int = 100
     kernel: str | None = None
     nvtx: str | None = None
     profile_from_start: bool | None = None   # None: on, off for the bundled reference kernels
     timeout_s: float | None = None           # per command
-    sections: str = "rules"                  # phase 2: "rules" (the sections the rules read) or "full"
+    sections: str = "rules"                  # phase 2: "rules" (their metrics by name), "sections" or "full"
 
 
 class Progress(Protocol):
@@ -233,15 +238,31 @@ class _Run:
         return kernel_launches(frame), program_s
 
     # -- phase 2 ------------------------------------------------------------------------------
+    def collection(self) -> tuple[str, list[str]]:
+        """The section set phase 2 uses and, for "rules", the metric names this GPU offers."""
+        sections = self.options.sections
+        if sections != "rules":
+            return sections, []
+        listing = tools.query_metrics(self.ncu.path)
+        metrics = metric_set.rule_metrics(metric_set.parse_query(listing)) if listing else []
+        self.status.metrics = len(metrics)
+        if len(metrics) < MIN_RULE_METRICS:
+            self.progress.note("ncu --query-metrics did not list this GPU's metrics; collecting ncu's sections "
+                               "instead (about 4x slower per launch)")
+            return "sections", []
+        return sections, metrics
+
     def targeted(self, launches: pd.DataFrame, program_s: float) -> None:
+        sections, metrics = self.collection()
         settings = PlanSettings(coverage=self.options.coverage, max_kernels=self.options.max_kernels,
                                 kernel_regex=self.options.kernel, program_s=program_s,
-                                seconds_per_launch=SECONDS_PER_LAUNCH["full" if self.options.sections == "full" else "targeted"])
+                                seconds_per_launch=SECONDS_PER_LAUNCH[sections])
 
-        def argv_for(i: int, r: Round) -> list[str]:
-            return cmd.ncu_targeted(self.ncu.path, self.sd.report(f"targeted-{i}"), self.program, functions=r.functions,
-                                    launch_count=r.launch_count, sections=self.options.sections,
-                                    profile_from_start=self.start, nvtx=self.options.nvtx)
+        def argv_for(i: int, r: Round, name_base: str, collect: str = sections) -> list[str]:
+            return cmd.ncu_targeted(self.ncu.path, self.sd.report(f"targeted-{i}"), self.program, names=r.names,
+                                    launch_count=r.launch_count, name_base=name_base, sections=collect,
+                                    metrics=metrics if collect == "rules" else (), profile_from_start=self.start,
+                                    nvtx=self.options.nvtx)
 
         self.plan = plan = make_plan(launches, settings, argv_for)
         self.status.plan = describe_plan(plan)
@@ -251,13 +272,18 @@ class _Run:
             raise InputError(plan.notes[0] if plan.notes else "nothing to profile", "check --kernel")
         self.progress.phase(f"phase 2: ncu on {len(plan.signatures)} kernel signatures", plan.launches)
         for i, r in enumerate(plan.rounds, start=1):
-            name = f"2-targeted-{i}"
-            result = self.run(name, r.argv, f"targeted ncu run {i}", progress=True)
+            result = self.run(f"2-targeted-{i}", r.argv, f"targeted ncu run {i}", progress=True)
+            severe = result.timed_out or any(result.has(k) for k in ("counter-permission", "no-gpu", "app-error"))
+            if sections == "rules" and not result.ok and result.profiled == 0 and not severe:
+                # A metric name this ncu refuses fails the run before any launch: sections instead.
+                self.progress.note(f"ncu refused the metric list (see {result.log}); collecting its sections instead")
+                result = self.run(f"2-targeted-{i}-sections", argv_for(i, r, plan.name_base, "sections"),
+                                  f"targeted ncu run {i}", progress=True)
+                severe = result.timed_out or any(result.has(k) for k in ("counter-permission", "no-gpu", "app-error"))
             report = self.sd.report(f"targeted-{i}.ncu-rep")
             if report.is_file():
                 self.reports.append(report)
             error = runner.failure(result, f"targeted ncu run {i}", self.sd.root)
-            severe = result.timed_out or any(result.has(k) for k in ("counter-permission", "no-gpu", "app-error"))
             if result.profiled == 0 and not severe:
                 # the filter matched nothing: a naming mismatch between nsys and ncu, not the program
                 self.status.lacks(f"run {i} profiled none of its {len(r.wanted)} planned kernel signature(s)")
@@ -309,15 +335,20 @@ def _key(name: str, grid: object, block: object) -> tuple[str, str, str, str]:
 
 def coverage(plan: Plan, session: Session) -> dict:
     """Which planned signatures the ncu reports hold (matched by function, grid, block and the
-    demangled name with the spelling differences between nsys and ncu removed)."""
+    demangled name with the spelling differences between nsys and ncu removed; a signature split
+    into duration groups needs a launch matched to its own group)."""
     k = session.kernels
-    profiled = {_key(str(n), g, b) for n, g, b in zip(k["name"], k["grid"], k["block"])} if len(k) else set()
-    shapes = {p[:3] for p in profiled}
+    variant = k["timeline_variant"].fillna(0).astype(int) if "timeline_variant" in k else pd.Series(0, index=k.index)
+    profiled = {(_key(str(n), g, b), v) for n, g, b, v in zip(k["name"], k["grid"], k["block"], variant)} \
+        if len(k) else set()
+    keys = {p[0] for p in profiled}
+    shapes = {p[0][:3] for p in profiled}
     found: list[Signature] = []
     missing: list[Signature] = []
     for s in plan.signatures:
         key = _key(s.name, s.grid, s.block)
-        (found if key in profiled or key[:3] in shapes else missing).append(s)
+        hit = (key, s.variant) in profiled if s.variants > 1 else (key in keys or key[:3] in shapes)
+        (found if hit else missing).append(s)
     return {"planned": len(plan.signatures), "profiled": len(found),
             "profiled_share": round(sum(s.share for s in found), 6),
             "missing_share": round(sum(s.share for s in missing), 6),
@@ -326,20 +357,34 @@ def coverage(plan: Plan, session: Session) -> dict:
 
 def timeline_weights(kernels: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
     """Each profiled launch with its signature's launch count and total time in the phase-1
-    timeline (`timeline_launches`, `timeline_total_ns`): a targeted session profiles one launch
-    of a signature that ran many times, and its share of GPU time comes from the timeline."""
-    exact: dict[tuple[str, str, str, str], tuple[int, float]] = {}
-    by_shape: dict[tuple[str, str, str], list[tuple[int, float]]] = {}
+    timeline (`timeline_launches`, `timeline_total_ns`, and `timeline_variant` where the
+    signature's launches fall in several duration groups): a targeted session profiles one
+    launch of a signature that ran many times, and its share of GPU time comes from the timeline."""
+    Variants = list[tuple[float, int, float, int]]          # (median ns, launches, total ns, variant)
+    exact: dict[tuple[str, str, str, str], Variants] = {}
+    by_shape: dict[tuple[str, str, str], dict[str, Variants]] = {}
     for s in signatures(launches):
-        exact[_key(s.name, s.grid, s.block)] = (s.launches, s.total_ns)
-        by_shape.setdefault((s.function, s.grid, s.block), []).append((s.launches, s.total_ns))
-    counts, totals = [], []
-    for name, grid, block in zip(kernels["name"].astype(str), kernels["grid"], kernels["block"]):
+        entry = (s.median_ns, s.launches, s.total_ns, s.variant)
+        exact.setdefault(_key(s.name, s.grid, s.block), []).append(entry)
+        by_shape.setdefault((s.function, s.grid, s.block), {}).setdefault(s.name, []).append(entry)
+    durations = kernels["duration_ns"] if "duration_ns" in kernels else pd.Series(float("nan"), index=kernels.index)
+    counts, totals, groups = [], [], []
+    for name, grid, block, ns in zip(kernels["name"].astype(str), kernels["grid"], kernels["block"], durations):
         key = _key(name, grid, block)
-        hit = exact.get(key) or (by_shape[key[:3]][0] if len(by_shape.get(key[:3], [])) == 1 else None)
-        counts.append(hit[0] if hit else float("nan"))
-        totals.append(hit[1] if hit else float("nan"))
-    return kernels.assign(timeline_launches=counts, timeline_total_ns=totals)
+        shape = by_shape.get(key[:3], {})
+        variants = exact.get(key) or (next(iter(shape.values())) if len(shape) == 1 else None)
+        hit = _nearest(variants, ns) if variants else None
+        counts.append(hit[1] if hit else float("nan"))
+        totals.append(hit[2] if hit else float("nan"))
+        groups.append(hit[3] if hit else float("nan"))
+    return kernels.assign(timeline_launches=counts, timeline_total_ns=totals, timeline_variant=groups)
+
+
+def _nearest(variants: list[tuple[float, int, float, int]], duration_ns: float) -> tuple[float, int, float, int]:
+    """The duration group a profiled launch belongs to: the nearest median, on a log scale."""
+    if len(variants) == 1 or not duration_ns or duration_ns != duration_ns or duration_ns <= 0:
+        return max(variants, key=lambda v: v[2])
+    return min(variants, key=lambda v: abs(math.log(duration_ns / v[0])) if v[0] > 0 else math.inf)
 
 
 def profile(args: Sequence[str], options: ProfileOptions = ProfileOptions(), progress: Progress | None = None,

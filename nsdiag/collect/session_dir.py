@@ -121,6 +121,7 @@ class Status:
     error: str | None = None
     plan: dict[str, Any] | None = None
     coverage: dict[str, Any] | None = None
+    metrics: int | None = None            # rule metrics requested by name in phase 2
 
     def step(self, name: str, ok: bool, wall_s: float | None = None, log: Path | None = None, **extra: Any) -> None:
         entry = {"name": name, "ok": ok, **({"wall_s": round(wall_s, 2)} if wall_s is not None else {}),
@@ -135,7 +136,7 @@ class Status:
         return write_json(sd.root / "status.json", {
             "schema": STATUS_SCHEMA, "complete": self.complete and not self.missing and self.error is None,
             "missing": self.missing, "error": self.error, "steps": self.steps, "plan": self.plan,
-            "coverage": self.coverage})
+            "coverage": self.coverage, "rule_metrics": self.metrics})
 
 
 def load_ncu_report(raw_csv: Path, details_csv: Path | None) -> Session:

@@ -141,3 +141,13 @@ def nsys_importers(nsys: Path) -> list[Path]:
 def describe(tools: Sequence[Tool | None]) -> dict[str, dict[str, str]]:
     """Tool paths and versions for env.json / session meta."""
     return {t.path.name: {"path": str(t.path), "version": t.version} for t in tools if t is not None}
+
+
+def query_metrics(ncu: Path, timeout_s: float = 120.0) -> str | None:
+    """`ncu --query-metrics --csv`: the metrics the GPUs here offer (base names); None when it fails."""
+    try:
+        done = subprocess.run([str(ncu), "--query-metrics", "--csv"], capture_output=True, text=True,
+                              timeout=timeout_s, stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 and done.stdout else None

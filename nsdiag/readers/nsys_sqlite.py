@@ -39,7 +39,8 @@ BLOCKING_SYNC = re.compile(
     r"|cudaMemcpy(?!\w*Async)\w*|cuMemcpy(?!\w*Async)\w*)$")
 _VERSION_SUFFIX = r"_v\d+$"
 _TID_BITS = 0xFFFFFF  # nsys serialises ids as hw(8) | vm(8) | pid(24) | tid(24)
-_ACTIVITY_COLUMNS = TIMELINE_COLUMNS + ("short_name", "thread_id", "api_start_ns", "api_end_ns")
+# mangled_name: what ncu matches with `--kernel-name-base mangled` (unique per template instance)
+_ACTIVITY_COLUMNS = TIMELINE_COLUMNS + ("short_name", "mangled_name", "thread_id", "api_start_ns", "api_end_ns")
 Schema = dict[str, dict[str, bool]]   # table -> {column: declared NOT NULL}
 
 
@@ -306,12 +307,14 @@ def _dims(packed: np.ndarray) -> np.ndarray:
 
 def _kernels(con: sqlite3.Connection, schema: Schema, strings: dict[int, str]) -> pd.DataFrame:
     raw = _fetch_ints(con, schema, "CUPTI_ACTIVITY_KIND_KERNEL",
-                      {**_COMMON, "demangled": "demangledName", "short": "shortName", **_PACKED_DIMS})
+                      {**_COMMON, "demangled": "demangledName", "short": "shortName", "mangled": "mangledName",
+                       **_PACKED_DIMS})
     out = _common(raw, "kernel")
     short = _decode(raw["short"].to_numpy(), strings, "")
     name = _decode(raw["demangled"].to_numpy(), strings, "")
     out["name"] = np.where(name == "", short, name)
     out["short_name"] = short
+    out["mangled_name"] = _decode(raw["mangled"].to_numpy(), strings, "")
     out["grid"], out["block"] = _dims(raw["grid"].to_numpy()), _dims(raw["block"].to_numpy())
     return out
 

@@ -1,0 +1,150 @@
+"""Targeted collection against real H200 recordings (tests/data/profile, see its README entry):
+the rules' metric list, the plan for the benchmark's transformer step, and the verdicts of the
+targeted session (the rules' metrics by name, one launch per signature) against `ncu --set full`
+on every launch of the same step."""
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+import nsdiag
+from nsdiag.analysis.engine import diagnose
+from nsdiag.collect import metric_set, plan, session_dir
+from nsdiag.collect.profile import timeline_weights
+from nsdiag.model.catalogue import CATALOGUE
+from nsdiag.readers.merge import merge_sessions
+
+DATA = Path(__file__).parent / "data"
+STEP = DATA / "profile" / "transformer_step.sqlite.gz"
+
+
+def full_set_header() -> list[str]:
+    with gzip.open(DATA / "reference" / "raw.csv.gz", "rt") as f:
+        return next(iter(f)).strip().strip('"').split('","')
+
+
+# ------------------------------------------------------------------------------- the metric list
+
+
+def test_query_output_parses_in_csv_and_table_form() -> None:
+    # the first lines of `ncu --query-metrics --csv` on the H200, then the same in table form
+    csv_text = ('"Metric name","Metric type","Metric unit","Metric description","NVIDIA H200"\n'
+                '"FBSP.TriageCompute.dramc__cycles_elapsed","Counter","cycle","","1"\n'
+                '"dram__bytes_read","Counter","byte","# of bytes read from DRAM","1"\n'
+                '"sm__cycles_active","Counter","cycle","# of cycles with at least one warp in flight","1"\n')
+    assert metric_set.parse_query(csv_text) == {"dram__bytes_read", "sm__cycles_active"}
+    table = "Device NVIDIA H200 (GH100)\n----\nMetric Name  Metric Type  Metric Unit\ndram__bytes_read  Counter  byte\n"
+    assert metric_set.parse_query(table) == {"dram__bytes_read"}
+    assert metric_set.parse_query("==ERROR== no device found\n") == set()
+
+
+def test_rule_metrics_take_the_first_name_the_chip_knows() -> None:
+    chosen = metric_set.rule_metrics({"dram__throughput", "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off",
+                                      "launch__grid_size"})
+    # gpu__dram_throughput (preferred) is unknown here: its fallback dram__throughput is taken
+    assert "dram__throughput.avg.pct_of_peak_sustained_elapsed" in chosen
+    assert "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum" in chosen     # pattern entry
+    assert not any(m.startswith("launch__") for m in chosen)                                   # from LaunchStats
+    assert metric_set.rule_metrics(set()) == []
+
+
+def test_rule_metrics_on_the_h200_cover_what_the_full_set_records() -> None:
+    header = full_set_header()
+    chosen = metric_set.rule_metrics({metric_set.base_name(h) for h in header if "__" in h})
+    assert len(chosen) >= 110 and all(metric_set.requestable(m) for m in chosen)
+    recorded = set(header)
+    # every catalogue metric the full set recorded, except those the three base sections bring and
+    # the section-computed ones no rule reads (memory_l2_theoretical_sectors_global, derived__*)
+    for spec in CATALOGUE.values():
+        name = next((n for n in spec.ncu if n in recorded), None)
+        from_sections = ("launch__", "device__", "sm__maximum_warps", "profiler__", "derived__")
+        if name and "__" in name and not name.startswith(from_sections):
+            assert any(metric_set.base_name(c) == metric_set.base_name(name) for c in chosen), spec.name
+    assert "dram__bytes.sum.peak_sustained.per_second" not in chosen     # not a name ncu accepts
+
+
+# ------------------------------------------------------------------ the plan for a real step
+
+
+def test_plan_for_the_recorded_transformer_step() -> None:
+    timeline = nsdiag.load(STEP).timeline
+    p = plan.make_plan(timeline, plan.PlanSettings(coverage=0.9, program_s=14.0))
+    assert p.total_launches == 301 and p.name_base == "mangled" and p.uncovered == ()
+    # One run with mangled names reaches the first launch of every launch configuration; two nvjet
+    # GEMMs also ran with other K under the same grid (duration groups 1.5x apart), whose first
+    # launches are second of their configuration: a second run counting 2 for those two names.
+    first, second = p.rounds
+    assert (first.launch_count, first.launches, second.launch_count, second.launches) == (1, 54, 2, 4)
+    assert all(n.startswith("nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB") for n in second.names)
+    assert {(s.variant, s.variants) for s in second.wanted} <= {(1, 2), (1, 3), (2, 3)}
+    assert p.planned_share >= 0.9
+    assert p.launches * plan.SECONDS_PER_LAUNCH["rules"] < p.total_launches * plan.SECONDS_PER_LAUNCH["full"] / 10
+
+
+def test_duration_groups_split_at_large_gaps_only() -> None:
+    assert plan.duration_groups([10.0, 11.0, 28.0, 10.5, 27.0]) == [0, 0, 1, 0, 1]
+    assert plan.duration_groups([10.0, 14.0, 19.0, 26.0]) == [0, 0, 0, 0]      # steps of < 1.5x
+    assert plan.duration_groups([9.8, 236.0, 30.0]) == [0, 2, 1]
+
+
+# ---------------------------------------------------- targeted and full-set verdicts, same step
+
+
+def verdicts(session: nsdiag.Session) -> dict[tuple[str, str, str], tuple[str, str]]:
+    return {(plan.normalized(k.name), str(k.grid), str(k.block)): (k.bound, k.limiter) for k in diagnose(session).kernels}
+
+
+@pytest.fixture(scope="module")
+def targeted_and_full() -> tuple[nsdiag.Session, nsdiag.Session]:
+    folder = DATA / "profile"
+    targeted = session_dir.assemble([(folder / "targeted.raw.csv.gz", None)], STEP, {})
+    assert targeted is not None
+    targeted.kernels = timeline_weights(targeted.kernels, plan.kernel_launches(targeted.timeline))
+    full = merge_sessions([session_dir.load_ncu_report(folder / f"full-{n}.raw.csv.gz", None) for n in ("0000", "0150")])
+    return targeted, full
+
+
+def test_targeted_session_profiles_each_signature_once(targeted_and_full: tuple[nsdiag.Session, nsdiag.Session]) -> None:
+    targeted, full = targeted_and_full
+    assert len(targeted.kernels) == 55 and len(full.kernels) == 301
+    assert targeted.kernels["timeline_launches"].notna().all()
+
+
+def test_targeted_verdicts_match_the_full_set(targeted_and_full: tuple[nsdiag.Session, nsdiag.Session]) -> None:
+    targeted, full = targeted_and_full
+    mine, theirs = verdicts(targeted), verdicts(full)
+    compared = {key: (v, theirs[key]) for key, v in mine.items() if key in theirs}
+    assert len(compared) == len(mine) == 55
+    differ = {key for key, (a, b) in compared.items() if a != b}
+    # The one difference: an nvjet GEMM whose 8 launches share grid and block but not K (11 us
+    # and 28 us); one launch of each size is what the full set averages over.
+    assert {key[0][:40] for key in differ} <= {"nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coo"}
+    assert len(differ) <= 1
+
+
+def test_no_rule_lacks_a_metric_the_full_set_had(targeted_and_full: tuple[nsdiag.Session, nsdiag.Session]) -> None:
+    targeted, full = targeted_and_full
+    lacking = {s for k in diagnose(targeted).kernels for s in k.skipped}
+    had = {s for k in diagnose(full).kernels for s in k.skipped}
+    assert lacking <= had
+
+
+def test_variant_aware_plan_agrees_with_the_full_set(targeted_and_full: tuple[nsdiag.Session, nsdiag.Session]) -> None:
+    """The launches the variant-aware plan profiles, taken from the full-set recording (every
+    launch of the step, in launch order), weighted by the timeline as a targeted session is:
+    every verdict matches the full set's, the two-K GEMM included."""
+    _, full = targeted_and_full
+    timeline = nsdiag.load(STEP).timeline
+    launches = plan.kernel_launches(timeline)
+    p = plan.make_plan(timeline, plan.PlanSettings(coverage=0.9, program_s=14.0))
+    positions = sorted({i for r in p.rounds for i in plan.launch_positions(launches, r)})
+    assert 55 <= len(positions) <= p.launches    # the second run repeats first launches of its configurations
+    rows = full.kernels.reset_index(drop=True)
+    assert [(plan.function_name(n), g, b) for n, g, b in zip(rows["name"], rows["grid"], rows["block"])] == \
+        [(f, g, b) for f, g, b in zip(launches["function"], launches["grid"], launches["block"])]   # same order
+    picked = nsdiag.Session(kernels=timeline_weights(rows.iloc[positions].reset_index(drop=True), launches))
+    mine, theirs = verdicts(picked), verdicts(full)
+    assert set(mine) <= set(theirs) and len(mine) == 55
+    assert {key[0][:60]: (v, theirs[key]) for key, v in mine.items() if v != theirs[key]} == {}
