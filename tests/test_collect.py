@@ -316,13 +316,37 @@ args = sys.argv[1:]
 if args == ["--version"]:
     print(os.environ.get("FAKE_NCU_BANNER", """%s"""))
     sys.exit(0)
+if args[0] == "--query-metrics":      # the H200's metric base names, as the full-set header has them
+    if os.environ.get("FAKE_QUERY") == "fail":
+        print("==ERROR== Failed to query metrics.")
+        sys.exit(1)
+    header = gzip.open(os.environ["FAKE_HEADER"], "rt").readline().strip().strip('"').split('","')
+    print('"Metric name","Metric type","Metric unit","Metric description","NVIDIA H200"')
+    for base in sorted({h.split(".")[0] for h in header if "__" in h}):
+        print(f'"{base}","Counter","","","1"')
+    sys.exit(0)
 kind = "export" if "-i" in args else "targeted" if "--section" in args else "durations" if "--metrics" in args else "full"
 mode = os.environ.get("FAKE_" + kind.upper(), "ok")
 with open(os.environ["FAKE_CALLS"], "a") as f:
     f.write(json.dumps(args) + "\n")
+if mode == "refuse" and "--metrics" in args:
+    print("==ERROR== Failed to find metric sm__imaginary.sum")
+    sys.exit(1)
 if kind == "export":
     page = args[args.index("--page") + 1]
-    sys.stdout.write(gzip.open(os.environ["FAKE_RAW" if page == "raw" else "FAKE_DETAILS"], "rt").read())
+    text = gzip.open(os.environ["FAKE_RAW" if page == "raw" else "FAKE_DETAILS"], "rt").read()
+    if "--print-kernel-base" in args:     # stand-in mangled names: one per distinct demangled name
+        import csv, io
+        rows = list(csv.reader(io.StringIO(text)))
+        top = next(i for i, row in enumerate(rows) if "Kernel Name" in row)
+        col = rows[top].index("Kernel Name")
+        for row in rows[top + 2:]:
+            if len(row) > col:
+                row[col] = "_Z" + "".join(ch for ch in row[col] if ch.isalnum())
+        out = io.StringIO()
+        csv.writer(out, quoting=csv.QUOTE_ALL).writerows(rows)
+        text = out.getvalue()
+    sys.stdout.write(text)
     sys.exit(0)
 out = args[args.index("-o") + 1]
 program = args[args.index("-o") + 2:]
@@ -415,6 +439,7 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     monkeypatch.setenv("FAKE_RAW", str(DATA / "reference/raw.csv.gz"))
     monkeypatch.setenv("FAKE_DETAILS", str(DATA / "reference/details.csv.gz"))
     monkeypatch.setenv("FAKE_SQLITE", str(DATA / "nsys/pipeline.sqlite.gz"))
+    monkeypatch.setenv("FAKE_HEADER", str(DATA / "reference/raw.csv.gz"))
     return paths
 
 
@@ -554,12 +579,34 @@ def test_profile_end_to_end_with_fakes(fakes: dict[str, Path], tmp_path: Path) -
         assert (root / name).exists(), name
     status = json.loads((root / "status.json").read_text())
     assert status["error"] is None and status["plan"]["rounds"][0]["launch_count"] == 1
+    assert status["plan"]["name_base"] == "mangled" and targeted[0][targeted[0].index("--kernel-name-base") + 1] == "mangled"
+    # the rules' metrics by name, checked against the chip's listing, with the three base sections
+    requested = targeted[0][targeted[0].index("--metrics") + 1].split(",")
+    assert status["rule_metrics"] == len(requested) >= 110 and targeted[0].count("--section") == 3
     assert json.loads((root / "command.json").read_text())["program"][1] == str(fakes["script"])
     session = nsdiag.load(root)
     assert len(session.kernels) > 0 and session.has_timeline() and len(session.rule_results) > 0
     assert "timeline_total_ns" in session.kernels
     from nsdiag.analysis.engine import diagnose
     assert diagnose(session).kernels
+
+
+@pytest.mark.parametrize("query, targeted", [("fail", "ok"), ("ok", "refuse")])
+def test_profile_collects_sections_when_the_metric_list_fails(fakes: dict[str, Path], tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch, query: str,
+                                                              targeted: str) -> None:
+    monkeypatch.setenv("FAKE_QUERY", query)
+    monkeypatch.setenv("FAKE_TARGETED", targeted)
+    notes: list[str] = []
+    progress = type("Notes", (), {"phase": lambda *a: None, "advance": lambda *a: None, "output": lambda *a: None,
+                                  "note": lambda self, text: notes.append(text)})()
+    result = profile([str(fakes["script"])], options(fakes, tmp_path), progress)
+    runs = [c for c in calls(fakes) if "--section" in c]
+    assert runs[-1].count("--section") == 12 and "--metrics" not in runs[-1]
+    assert len(runs) == (2 if targeted == "refuse" else 1)
+    assert any(("did not list" if query == "fail" else "refused the metric list") in n for n in notes)
+    assert result.session is not None and len(result.session.kernels)
+    assert not any("profiled none" in m for m in result.missing)
 
 
 def test_profile_falls_back_to_ncu_durations_without_an_nsys_report(fakes: dict[str, Path], tmp_path: Path,
@@ -571,6 +618,10 @@ def test_profile_falls_back_to_ncu_durations_without_an_nsys_report(fakes: dict[
     assert made[0][:2] == ["nsys", "profile"] and made[1][:2] == ["--metrics", "gpu__time_duration.sum"]
     assert any("timeline" in m for m in result.missing)
     assert result.plan is not None and result.plan.signatures[0].function == "vectorized_elementwise_kernel"
+    # the duration report exported again with mangled names: phase 2 filters on them, one run
+    assert ["--print-kernel-base", "mangled"] == made[3][-2:] and result.plan.name_base == "mangled"
+    targeted = [c for c in made if "--section" in c]
+    assert len(targeted) == 1 and targeted[0][targeted[0].index("-k") + 1].startswith("regex:^(_Zvoidvectorized")
 
 
 @pytest.mark.parametrize("mode, message, hint", [

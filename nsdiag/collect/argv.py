@@ -139,9 +139,11 @@ def ncu_full(ncu: str | Path, output: str | Path, program: Sequence[str], *, ker
                    "-f", "-o", ncu_output(output), *program]
 
 
-def ncu_export_raw(ncu: str | Path, report: str | Path) -> list[str]:
-    """One row per launch, every metric, base units (the format tests/data holds)."""
-    return [str(ncu), "-i", str(report), "--csv", "--page", "raw", "--print-units", "base"]
+def ncu_export_raw(ncu: str | Path, report: str | Path, kernel_base: str | None = None) -> list[str]:
+    """One row per launch, every metric, base units (the format tests/data holds); with
+    kernel_base="mangled", kernel names as the linker sees them (what phase 2 filters on)."""
+    argv = [str(ncu), "-i", str(report), "--csv", "--page", "raw", "--print-units", "base"]
+    return argv + (["--print-kernel-base", kernel_base] if kernel_base else [])
 
 
 def ncu_export_details(ncu: str | Path, report: str | Path) -> list[str]:

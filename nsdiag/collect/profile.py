@@ -234,8 +234,27 @@ class _Run:
         frame = pd.DataFrame({"kind": "kernel", "name": kernels["name"].astype(str),
                               "short_name": kernels["name"].astype(str).map(function_name),
                               "grid": kernels["grid"], "block": kernels["block"], "duration_ns": kernels["duration_ns"]})
+        mangled = self._mangled_names(report, len(frame))
+        if mangled is not None:
+            frame["mangled_name"] = mangled
         program_s = max(result.wall_s - result.profiled * SECONDS_PER_LAUNCH["duration"], 1.0)
         return kernel_launches(frame), program_s
+
+    def _mangled_names(self, report: Path, launches: int) -> list[str] | None:
+        """The duration pass's kernel names as mangled (the same launches, in the same order), so
+        phase 2 can filter on them as it does with nsys's; None if the export does not give them."""
+        target = report.with_name("durations.mangled.raw.csv")
+        exported = runner.run(cmd.ncu_export_raw(self.ncu.path, report, kernel_base="mangled"),
+                              self.sd.log("1-durations-export-mangled"), env=self.env, stdout_to=target, timeout_s=600)
+        self.status.step("1-durations-export-mangled", exported.ok, exported.wall_s, exported.log)
+        if not exported.ok:
+            return None
+        from nsdiag import load
+        try:
+            names = load(target).kernels["name"].astype(str).tolist()
+        except NsdiagError:
+            return None
+        return names if len(names) == launches and all(names) else None
 
     # -- phase 2 ------------------------------------------------------------------------------
     def collection(self) -> tuple[str, list[str]]:
