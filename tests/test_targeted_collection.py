@@ -70,6 +70,10 @@ def test_rule_metrics_on_the_h200_cover_what_the_full_set_records() -> None:
 
 def test_plan_for_the_recorded_transformer_step() -> None:
     timeline = nsdiag.load(STEP).timeline
+    kernels = timeline[timeline["kind"] == "kernel"]
+    # nsys's mangled names: Itanium-mangled for C++ kernels, the plain name for extern "C" ones (nvjet)
+    assert (kernels["mangled_name"] != "").all() and kernels["mangled_name"].str.startswith("_Z").mean() > 0.8
+    assert kernels["mangled_name"].nunique() == 56 > kernels["short_name"].nunique() == 43   # template instances
     p = plan.make_plan(timeline, plan.PlanSettings(coverage=0.9, program_s=14.0))
     assert p.total_launches == 301 and p.name_base == "mangled" and p.uncovered == ()
     # One run with mangled names reaches the first launch of every launch configuration; two nvjet
