@@ -7,14 +7,22 @@ mkdir -p /tmp/dw; for f in .devdeps/*.deb; do dpkg -x "$f" /tmp/dw; done
 export LD_LIBRARY_PATH=/tmp/dw/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 step() { echo; echo "=== $(date +%T) $*"; }
 step "doctor"; python3 -m nsdiag doctor; echo "rc=$?"
-step "probe: is the kernel name part of ncu's per-launch-config key?"
-timeout 150 ncu --metrics gpu__time_duration.sum --kernel-name-base function -k 'regex:^(fused_kernel|copy_float4_kernel)$' \
-  --filter-mode per-launch-config --launch-count 1 --profile-from-start off --clock-control none -f -o /tmp/probe \
-  python3 reference_kernels/run_all.py --profile-region --copy-ceiling --variants fused 2>&1 | grep -E '==PROF==|ERROR'
 step "profile the reference kernels"; /usr/bin/time -f "wall %e s" timeout 300 python3 -m nsdiag profile -o /tmp/ref; echo "rc=$?"
 cat /tmp/ref/status.json; ls /tmp/ref /tmp/ref/reports
 step "explain the session"; python3 -m nsdiag explain /tmp/ref --top-kernels 6 | head -60
 python3 -m nsdiag explain /tmp/ref --json > "$OUT/ref-diagnosis.json"
+step "the program fails half-way (exit 3), session path with spaces"
+timeout 200 python3 -m nsdiag profile -o "/tmp/out dir/fail" -- python3 -c \
+  "import torch; torch.ones(4, device='cuda').sum().item(); raise SystemExit(3)"; echo "rc=$?"
+head -c 400 "/tmp/out dir/fail/status.json"; echo
+step "a script in a folder with spaces"
+mkdir -p "/tmp/my project"; cp benchmarks/workloads/tiny_transformer.py "/tmp/my project/train step.py"
+timeout 300 python3 -m nsdiag profile -o "/tmp/out dir/spaces" --coverage 0.5 --profile-from-start off \
+  "/tmp/my project/train step.py" --layers 1 --foreach > /tmp/spaces.log 2>&1; echo "rc=$?"; tail -4 /tmp/spaces.log
+step "an unprivileged user (counter access is for admins unless the driver allows it)"
+chmod -R a+rX "$PWD" /tmp/dw; mkdir -p /tmp/perm && chmod 777 /tmp/perm
+timeout 200 runuser -u nobody -- env HOME=/tmp/perm PYTHONPATH="$PWD" python3 -m nsdiag profile -o /tmp/perm/s -- \
+  python3 -c "import torch; print(torch.ones(4, device='cuda').sum().item())"; echo "rc=$?"
 step "no kernel launched"; timeout 120 python3 -m nsdiag profile -o /tmp/nok -- python3 -c 'print(1)'; echo "rc=$?"
 step "Ctrl-C half-way"; timeout -s INT 25 python3 -m nsdiag profile -o /tmp/int benchmarks/workloads/tiny_transformer.py; echo "rc=$?"
 sleep 2; pgrep -af 'ncu|nsys|tiny_transformer' || echo "no profiler or program left running"; head -c 600 /tmp/int/status.json
