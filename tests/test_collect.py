@@ -779,5 +779,11 @@ def test_duration_groups_are_planned_matched_and_weighted() -> None:
     # with the short launch alone, the long group is reported missing
     only_short = nsdiag.Session(kernels=timeline_weights(profiled.iloc[:1], launches))
     assert coverage(p, only_short)["missing"] == [{"name": "void gemm<1>(float)", "grid": G1, "block": B, "share": 0.75}]
-    assert aggregate(only_short.kernels).iloc[0]["total_duration_ns"] == 20    # what the profiled group stands for
+    short_row = aggregate(only_short.kernels).iloc[0]
+    assert short_row["total_duration_ns"] == 20                                  # what the profiled group stands for
+    assert (row["duration_groups"], row["duration_groups_profiled"]) == (2, 2)
+    assert (short_row["duration_groups"], short_row["duration_groups_profiled"]) == (2, 1)
+    from nsdiag.analysis.engine import diagnose
+    assert "only 1 profiled" in diagnose(only_short).kernels[0].verdict_note
+    assert "weighted by GPU time" in diagnose(nsdiag.Session(kernels=weighted)).kernels[0].verdict_note
     assert coverage(p, nsdiag.Session(kernels=weighted))["missing"] == []

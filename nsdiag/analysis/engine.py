@@ -118,6 +118,22 @@ def _ncu_rules(session: Session, launch_ids: list[int]) -> list[dict[str, Any]]:
     return sorted(out, key=lambda r: -(r["speedup"] or 0))
 
 
+def _duration_groups_note(row: dict[str, Any]) -> str:
+    """Say so when one signature's launches did different amounts of work (a GEMM reused for
+    several K): its metrics mix the groups, or describe only the ones profiled."""
+    groups, profiled = _float(row.get("duration_groups")), _float(row.get("duration_groups_profiled"))
+    if groups is None or profiled is None or groups < 2:
+        return ""
+    if profiled < groups:
+        return (f"its launches fall in {groups:.0f} duration groups (different work under one grid); only "
+                f"{profiled:.0f} profiled, so this describes those launches alone")
+    return f"its launches fall in {groups:.0f} duration groups (different work under one grid), weighted by GPU time"
+
+
+def _join_notes(*notes: str | None) -> str:
+    return "; ".join(n for n in notes if n)
+
+
 def diagnose(session: Session, rules: Iterable[RuleSpec] | None = None) -> Diagnosis:
     rules = list(rules) if rules is not None else list(default_rules())
     kernel_rules = [r for r in rules if r.scope == "kernel"]
@@ -148,7 +164,8 @@ def diagnose(session: Session, rules: Iterable[RuleSpec] | None = None) -> Diagn
             launches=int(row["launches"]), duration_ns=float(row["total_duration_ns"]),
             time_share=values["time_share"], grid=str(row.get("grid", "")), block=str(row.get("block", "")),
             bound=v.bound, limiter=v.limiter, verdict=verdict.sentence(str(row["name"]), v, roof),
-            verdict_note=v.note, roofline=roof, metrics=metrics, findings=findings, skipped=rule_skips,
+            verdict_note=_join_notes(v.note, _duration_groups_note(row)), roofline=roof, metrics=metrics,
+            findings=findings, skipped=rule_skips,
             ncu_rules=_ncu_rules(session, row["launch_ids"]),
         ))
     from nsdiag.analysis.program import program_findings

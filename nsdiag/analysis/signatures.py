@@ -54,7 +54,13 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
         total, count = groups["total"].sum(), groups["launches"].sum()
         out.loc[total.index, "total_duration_ns"] = total
         out.loc[count.index, "launches"] = count.round().astype(int)
-        out = out.drop(columns=[c for c in ("timeline_total_ns", "timeline_launches", "timeline_variant") if c in out])
+        if "timeline_variants" in k:
+            # how many duration groups the timeline saw for the signature, and how many were profiled
+            out["duration_groups"] = k["timeline_variants"].groupby(keys, sort=False).max()
+            out["duration_groups_profiled"] = timeline["group"].where(timeline["total"].notna()) \
+                .groupby(keys, sort=False).nunique()
+        out = out.drop(columns=[c for c in ("timeline_total_ns", "timeline_launches", "timeline_variant",
+                                            "timeline_variants") if c in out])
     out = out.sort_values("total_duration_ns", ascending=False, na_position="last", kind="stable")
     return out.reset_index(drop=True)
 

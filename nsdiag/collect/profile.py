@@ -376,18 +376,18 @@ def coverage(plan: Plan, session: Session) -> dict:
 
 def timeline_weights(kernels: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
     """Each profiled launch with its signature's launch count and total time in the phase-1
-    timeline (`timeline_launches`, `timeline_total_ns`, and `timeline_variant` where the
-    signature's launches fall in several duration groups): a targeted session profiles one
+    timeline (`timeline_launches`, `timeline_total_ns`; `timeline_variant` of `timeline_variants`
+    where the signature's launches fall in several duration groups): a targeted session profiles one
     launch of a signature that ran many times, and its share of GPU time comes from the timeline."""
-    Variants = list[tuple[float, int, float, int]]          # (median ns, launches, total ns, variant)
+    Variants = list[tuple[float, int, float, int, int]]     # (median ns, launches, total ns, variant, variants)
     exact: dict[tuple[str, str, str, str], Variants] = {}
     by_shape: dict[tuple[str, str, str], dict[str, Variants]] = {}
     for s in signatures(launches):
-        entry = (s.median_ns, s.launches, s.total_ns, s.variant)
+        entry = (s.median_ns, s.launches, s.total_ns, s.variant, s.variants)
         exact.setdefault(_key(s.name, s.grid, s.block), []).append(entry)
         by_shape.setdefault((s.function, s.grid, s.block), {}).setdefault(s.name, []).append(entry)
     durations = kernels["duration_ns"] if "duration_ns" in kernels else pd.Series(float("nan"), index=kernels.index)
-    counts, totals, groups = [], [], []
+    counts, totals, groups, of = [], [], [], []
     for name, grid, block, ns in zip(kernels["name"].astype(str), kernels["grid"], kernels["block"], durations):
         key = _key(name, grid, block)
         shape = by_shape.get(key[:3], {})
@@ -396,10 +396,12 @@ def timeline_weights(kernels: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFr
         counts.append(hit[1] if hit else float("nan"))
         totals.append(hit[2] if hit else float("nan"))
         groups.append(hit[3] if hit else float("nan"))
-    return kernels.assign(timeline_launches=counts, timeline_total_ns=totals, timeline_variant=groups)
+        of.append(hit[4] if hit else float("nan"))
+    return kernels.assign(timeline_launches=counts, timeline_total_ns=totals, timeline_variant=groups,
+                          timeline_variants=of)
 
 
-def _nearest(variants: list[tuple[float, int, float, int]], duration_ns: float) -> tuple[float, int, float, int]:
+def _nearest(variants: list[tuple[float, int, float, int, int]], duration_ns: float) -> tuple[float, int, float, int, int]:
     """The duration group a profiled launch belongs to: the nearest median, on a log scale."""
     if len(variants) == 1 or not duration_ns or duration_ns != duration_ns or duration_ns <= 0:
         return max(variants, key=lambda v: v[2])
