@@ -9,7 +9,7 @@ slot on the test machine; each writes JSON into --out, and `summary` (anywhere, 
     python benchmarks/bench_profile.py full --out DIR --skip S --count C [-- workload arguments]
         `ncu --set full` on launches S .. S+C-1 of the profiled step (every launch, in slices);
         its raw CSV export is kept for the verdict check; --count 0 means to the end.
-    python benchmarks/bench_profile.py summary --out DIR [--json PATH]
+    python benchmarks/bench_profile.py summary --out DIR [--full-from DIR] [--json PATH]
         T_full = sum of the slices' wall times - (slices - 1) x T_plain (each slice also ran
         the program once, the real single run would too); ratio T_full / T_targeted; and, for
         every kernel signature the targeted session profiled, whether its verdict (bound and
@@ -112,16 +112,17 @@ def verdicts(session: Any) -> dict[tuple[str, str, str], tuple[str, str]]:
 
 def stage_summary(args: argparse.Namespace) -> int:
     targeted = json.loads((args.out / f"{args.name}.json").read_text())
-    slices = sorted((json.loads(p.read_text()) for p in args.out.glob("full-*.json")), key=lambda s: s["skip"])
+    full_dir = args.full_from or args.out
+    slices = sorted((json.loads(p.read_text()) for p in full_dir.glob("full-*.json")), key=lambda s: s["skip"])
     if not slices:
-        raise SystemExit(f"bench_profile: no full-*.json in {args.out}: run the `full` stage first")
+        raise SystemExit(f"bench_profile: no full-*.json in {full_dir}: run the `full` stage first")
     t_plain, t_targeted = targeted["plain_s"], targeted["targeted_s"]
     t_full = sum(s["wall_s"] for s in slices) - (len(slices) - 1) * t_plain
     session_path = Path(args.session) if args.session else args.out / args.name
     from nsdiag import load
     from nsdiag.readers.merge import merge_sessions
     mine = verdicts(load(session_path))
-    full_sessions = [session_dir.load_ncu_report(args.out / s["raw_csv"], None) for s in slices if s.get("raw_csv")]
+    full_sessions = [session_dir.load_ncu_report(full_dir / s["raw_csv"], None) for s in slices if s.get("raw_csv")]
     full_launches = sum(len(f.kernels) for f in full_sessions)   # the exports, not the progress lines
     theirs = verdicts(full_sessions[0] if len(full_sessions) == 1 else merge_sessions(full_sessions))
     rows = [{"kernel": key[0], "grid": key[1], "block": key[2], "targeted": "/".join(v), "full": "/".join(theirs[key]),
@@ -158,6 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sections", choices=cmd.SECTION_SETS, default="rules")
     p.add_argument("--skip", type=int, default=0), p.add_argument("--count", type=int, default=0)
     p.add_argument("--session", help="summary: the targeted session folder (default OUT/NAME)")
+    p.add_argument("--full-from", type=Path, help="summary: the full-set slices' folder (default OUT; the recorded "
+                   "ones are in tests/data/profile)")
     p.add_argument("--json", type=Path)
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--") if "--" in argv else len(argv)
