@@ -19,7 +19,7 @@ import nsdiag
 from nsdiag.cli_profile import doctor as doctor_command
 from nsdiag.cli_profile import profile as profile_command
 from nsdiag.collect import argv as cmd
-from nsdiag.collect import doctor, plan, runner, session_dir, tools
+from nsdiag.collect import doctor, metric_set, plan, runner, session_dir, tools
 from nsdiag.collect.profile import ProfileOptions, profile, resolve_program
 from nsdiag.errors import InputError, MissingDependencyError, ProfilerError
 
@@ -744,6 +744,18 @@ def test_doctor_reads_nvidia_smi_and_ldd(clean_env: Path, monkeypatch: pytest.Mo
     fake_tool(clean_env / "nsys-home/host-linux-x64", "QdstrmImporter", "")
     check = doctor.check_nsys_importer(tools.Tool(nsys, "2025.3.1.0"), fake)
     assert check.ok is False and "libdw.so.1" in check.detail and "LD_LIBRARY_PATH" in check.fix
+
+
+def test_doctor_checks_the_rule_metric_list() -> None:
+    import gzip
+    header = gzip.open(DATA / "reference/raw.csv.gz", "rt").readline().strip().strip('"').split('","')
+    listing = "\n".join(f'"{h.split(".")[0]}","Counter","","","1"' for h in header if "__" in h)
+    ncu = tools.Tool(Path("/opt/ncu"), "2025.3.1.0")
+    ok = doctor.check_rule_metrics(ncu, True, lambda argv, timeout: (0, listing))
+    assert ok.ok is True and ok.detail.startswith(str(len(metric_set.rule_metrics(metric_set.parse_query(listing)))))
+    refused = doctor.check_rule_metrics(ncu, True, lambda argv, timeout: (1, "==ERROR== unsupported device"))
+    assert refused.ok is None and "sections" in refused.detail and "--sections sections" in refused.fix
+    assert doctor.check_rule_metrics(None, True).ok is None
 
 
 @pytest.mark.parametrize("line, name", [

@@ -21,6 +21,8 @@ from nsdiag.model.catalogue import CATALOGUE
 # Sections kept by name: launch__* and occupancy figures come only with them, and they are cheap
 # (SpeedOfLight also gives ncu's own bottleneck hint).
 BASE_SECTIONS: tuple[str, ...] = ("SpeedOfLight", "LaunchStats", "Occupancy")
+# Fewer rule metrics than this means the chip's listing was not understood (136 on the H200).
+MIN_RULE_METRICS = 60
 _FROM_SECTIONS = ("launch__", "device__")   # recorded with every result or by LaunchStats/Occupancy
 _METRIC_NAME = re.compile(r"^[a-z0-9]+__[a-z0-9_]+$")
 

@@ -36,10 +36,6 @@ from nsdiag.errors import InputError, NsdiagError, ProfilerError
 from nsdiag.model.session import Session
 
 
-# Fewer rule metrics than this means the chip's listing was not understood (136 on the H200).
-MIN_RULE_METRICS = 60
-
-
 @dataclass(frozen=True)
 class ProfileOptions:
     output: Path | None = None
@@ -265,7 +261,7 @@ class _Run:
         listing = tools.query_metrics(self.ncu.path)
         metrics = metric_set.rule_metrics(metric_set.parse_query(listing)) if listing else []
         self.status.metrics = len(metrics)
-        if len(metrics) < MIN_RULE_METRICS:
+        if len(metrics) < metric_set.MIN_RULE_METRICS:
             self.progress.note("ncu --query-metrics did not list this GPU's metrics; collecting ncu's sections "
                                "instead (about 4x slower per launch)")
             return "sections", []
