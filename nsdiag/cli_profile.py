@@ -75,7 +75,7 @@ class RichProgress:
               help="session folder (default nsdiag-sessions/<program>-<time>; an existing non-empty one gets a suffix)")
 @click.option("--ncu", "ncu", metavar="PATH", help="the ncu to use (default: newest found)")
 @click.option("--nsys", "nsys", metavar="PATH", help="the nsys to use (default: newest found)")
-@click.option("--full", is_flag=True, help="profile every launch with the full section set (slow: ~2.3 s per launch)")
+@click.option("--full", is_flag=True, help="profile every launch with the full section set (slow: ~2 s per launch on an H200)")
 @click.option("--coverage", type=click.FloatRange(0, 1, min_open=True), default=0.9, show_default=True,
               help="profile the kernel signatures that make up this share of GPU time")
 @click.option("--max-kernels", type=click.IntRange(min=1), default=100, show_default=True,
