@@ -139,6 +139,11 @@ def ncu_full(ncu: str | Path, output: str | Path, program: Sequence[str], *, ker
                    "-f", "-o", ncu_output(output), *program]
 
 
+def ncu_query_metrics(ncu: str | Path) -> list[str]:
+    """The metric base names the GPUs here offer, as CSV (metric_set.parse_query reads it)."""
+    return [str(ncu), "--query-metrics", "--csv"]
+
+
 def ncu_export_raw(ncu: str | Path, report: str | Path, kernel_base: str | None = None) -> list[str]:
     """One row per launch, every metric, base units (the format tests/data holds); with
     kernel_base="mangled", kernel names as the linker sees them (what phase 2 filters on)."""

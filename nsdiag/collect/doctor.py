@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from nsdiag.collect import metric_set, tools
+from nsdiag.collect.argv import ncu_query_metrics
 from nsdiag.collect.runner import NO_GPU_HINT, PERMISSION_HINT, classify
 from nsdiag.errors import MissingDependencyError
 
@@ -127,7 +128,7 @@ def check_rule_metrics(ncu: tools.Tool | None, gpu_ok: bool, runner: Runner = ru
     name = "rule metrics by name"
     if ncu is None or not gpu_ok:
         return Check(name, None, "skipped: needs ncu and a GPU")
-    code, out = runner([str(ncu.path), "--query-metrics", "--csv"], 120)
+    code, out = runner(ncu_query_metrics(ncu.path), 120)
     found = metric_set.rule_metrics(metric_set.parse_query(out)) if code == 0 else []
     if len(found) < metric_set.MIN_RULE_METRICS:
         return Check(name, None, f"ncu --query-metrics listed {len(found)} of them: targeted runs will collect ncu's "

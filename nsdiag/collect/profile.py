@@ -288,18 +288,16 @@ class _Run:
         self.progress.phase(f"phase 2: ncu on {len(plan.signatures)} kernel signatures", plan.launches)
         for i, r in enumerate(plan.rounds, start=1):
             result = self.run(f"2-targeted-{i}", r.argv, f"targeted ncu run {i}", progress=True)
-            severe = result.timed_out or any(result.has(k) for k in ("counter-permission", "no-gpu", "app-error"))
-            if sections == "rules" and not result.ok and result.profiled == 0 and not severe:
+            if sections == "rules" and not result.ok and result.profiled == 0 and not _severe(result):
                 # A metric name this ncu refuses fails the run before any launch: sections instead.
                 self.progress.note(f"ncu refused the metric list (see {result.log}); collecting its sections instead")
                 result = self.run(f"2-targeted-{i}-sections", argv_for(i, r, plan.name_base, "sections"),
                                   f"targeted ncu run {i}", progress=True)
-                severe = result.timed_out or any(result.has(k) for k in ("counter-permission", "no-gpu", "app-error"))
             report = self.sd.report(f"targeted-{i}.ncu-rep")
             if report.is_file():
                 self.reports.append(report)
             error = runner.failure(result, f"targeted ncu run {i}", self.sd.root)
-            if result.profiled == 0 and not severe:
+            if result.profiled == 0 and not _severe(result):
                 # the filter matched nothing: a naming mismatch between nsys and ncu, not the program
                 self.status.lacks(f"run {i} profiled none of its {len(r.wanted)} planned kernel signature(s)")
                 continue
@@ -342,6 +340,11 @@ class _Run:
             self.status.lacks("tables (nothing was recorded)")
         self.status.save(self.sd)
         return session
+
+
+def _severe(result: runner.RunResult) -> bool:
+    """A failure of the program or the machine, not of what ncu was asked to collect or match."""
+    return result.timed_out or any(result.has(k) for k in ("counter-permission", "no-gpu", "app-error"))
 
 
 def _key(name: str, grid: object, block: object) -> tuple[str, str, str, str]:

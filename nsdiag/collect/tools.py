@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from nsdiag.collect.argv import ncu_query_metrics
 from nsdiag.errors import MissingDependencyError
 
 _VERSION = re.compile(r"(?<![\d.])(\d{4})\.(\d+)\.(\d+)(?:\.(\d+))?")
@@ -146,7 +147,7 @@ def describe(tools: Sequence[Tool | None]) -> dict[str, dict[str, str]]:
 def query_metrics(ncu: Path, timeout_s: float = 120.0) -> str | None:
     """`ncu --query-metrics --csv`: the metrics the GPUs here offer (base names); None when it fails."""
     try:
-        done = subprocess.run([str(ncu), "--query-metrics", "--csv"], capture_output=True, text=True,
+        done = subprocess.run(ncu_query_metrics(ncu), capture_output=True, text=True,
                               timeout=timeout_s, stdin=subprocess.DEVNULL, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
