@@ -370,8 +370,12 @@ if mode == "nogpu":
 if mode == "nokernels":
     print("==WARNING== No kernels were profiled.")
     sys.exit(0)
+names = ["kernel_0", "kernel_1", "kernel_2"]
+if "-k" in args and args[args.index("-k") + 1].startswith("regex:^("):   # ncu prints names in the filter's base
+    import re
+    names = [re.sub(r"\\(.)", r"\1", n) for n in args[args.index("-k") + 1][len("regex:^("):-2].split("|")]
 for i in range(int(os.environ.get("FAKE_KERNELS", "3"))):
-    print(f'==PROF== Profiling "kernel_{i}" - {i}: 0%%....50%%....100%% - 38 passes', flush=True)
+    print(f'==PROF== Profiling "{names[i %% len(names)]}" - {i}: 0%%....50%%....100%% - 38 passes', flush=True)
 if mode == "appfail" or code:
     print(f"==ERROR== The application returned an error code ({code or 3}).")
 open(out + ".ncu-rep", "wb").write(b"fake report")
@@ -406,8 +410,8 @@ if mode == "noimport":
     print("Importer error status: The importer binary and its dependencies were not found.")
     sys.exit(0)
 open(out + ".nsys-rep", "wb").write(b"fake")
-if code:
-    print(f"The target application returned non-zero exit code {code}")
+# nsys 2025.3.1 on the H200 writes the report, says nothing of the program's failure and exits
+# with the program's code (tools/verify_profile_h200.sh, tests/data/profile/verify-profile.log)
 print("Generated:\n    " + out + ".nsys-rep")
 sys.exit(code)
 ''' % NSYS_VERSION.format(v="2025.3.1.0")
@@ -560,11 +564,15 @@ def test_profile_end_to_end_with_fakes(fakes: dict[str, Path], tmp_path: Path) -
 
     class Recorder:
         def phase(self, title, total): notes.append(f"phase {title} {total}")
-        def advance(self, done, label): notes.append(f"done {done}")
+        def advance(self, done, label): notes.append(f"done {done}"); labels.append(label)
         def output(self, line): notes.append(line)
         def note(self, text): notes.append(f"note {text}")
 
+    labels: list[str] = []
     result = profile([str(fakes["script"]), "0"], options(fakes, tmp_path), Recorder(), nsdiag_argv=["nsdiag", "profile"])
+    # the progress bar names kernels by their short names, not the mangled ones ncu prints
+    assert labels and set(labels) <= {s.function for s in result.plan.signatures} | {"kernel_0", "kernel_1", "kernel_2"}
+    assert not any(label.startswith("_Z") for label in labels)
     root = result.session_dir
     assert root == tmp_path / "sessions/my session"
     made = calls(fakes)
@@ -647,6 +655,16 @@ def test_profile_program_fails_in_phase_1(fakes: dict[str, Path], tmp_path: Path
     with pytest.raises(ProfilerError, match="exited with code 5 during the timeline run") as info:
         profile([str(fakes["script"]), "5"], options(fakes, tmp_path))
     assert "partial session is kept" in info.value.hint
+    assert [c[:2] for c in calls(fakes)] == [["nsys", "profile"], ["nsys", "export"]]   # not run again under ncu
+    root = tmp_path / "sessions/my session"
+    status = json.loads((root / "status.json").read_text())
+    assert status["complete"] is False and "exited with code 5" in status["error"]
+    assert any("kernel metrics" in m for m in status["missing"])
+    assert nsdiag.load(root).has_timeline()          # what the program did before it failed can be explained
+    from nsdiag.cli import main
+    explained = CliRunner().invoke(main, ["explain", str(root)])
+    assert explained.exit_code == 0 and "timeline" in explained.output, explained.output
+    fakes["calls"].unlink()
     monkeypatch.setenv("FAKE_NSYS", "noimport")          # the same without nsys: ncu's duration pass
     with pytest.raises(ProfilerError, match="exited with code 5 during the duration pass"):
         profile([str(fakes["script"]), "5"], options(fakes, tmp_path))

@@ -14,7 +14,7 @@ python3 -m nsdiag explain /tmp/ref --json > "$OUT/ref-diagnosis.json"
 step "the program fails half-way (exit 3), session path with spaces"
 timeout 200 python3 -m nsdiag profile -o "/tmp/out dir/fail" -- python3 -c \
   "import torch; torch.ones(4, device='cuda').sum().item(); raise SystemExit(3)"; echo "rc=$?"
-head -c 400 "/tmp/out dir/fail/status.json"; echo
+head -c 400 "/tmp/out dir/fail/status.json"; echo; python3 -m nsdiag explain "/tmp/out dir/fail" | head -12
 step "a script in a folder with spaces"
 mkdir -p "/tmp/my project"; cp benchmarks/workloads/tiny_transformer.py "/tmp/my project/train step.py"
 timeout 300 python3 -m nsdiag profile -o "/tmp/out dir/spaces" --coverage 0.5 --profile-from-start off \
@@ -25,5 +25,6 @@ timeout 200 runuser -u nobody -- env HOME=/tmp/perm PYTHONPATH="$PWD" python3 -m
   python3 -c "import torch; print(torch.ones(4, device='cuda').sum().item())"; echo "rc=$?"
 step "no kernel launched"; timeout 120 python3 -m nsdiag profile -o /tmp/nok -- python3 -c 'print(1)'; echo "rc=$?"
 step "Ctrl-C half-way"; timeout -s INT 25 python3 -m nsdiag profile -o /tmp/int benchmarks/workloads/tiny_transformer.py; echo "rc=$?"
-sleep 2; pgrep -af 'ncu|nsys|tiny_transformer' || echo "no profiler or program left running"; head -c 600 /tmp/int/status.json
+# process names, not command lines: this script's own command line names ncu and nsys
+sleep 2; pgrep -a -x 'ncu|nsys|python3|python3\.[0-9]+' || echo "no profiler or program left running"; head -c 600 /tmp/int/status.json
 cd /tmp && tar czf "$OUT/ref-session.tgz" ref nok/status.json int/status.json 2>/dev/null; ls -la "$OUT"

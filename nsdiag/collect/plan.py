@@ -274,6 +274,22 @@ def _round_s(r: Round, settings: PlanSettings) -> float:
     return settings.program_s + r.launches * settings.seconds_per_launch
 
 
+def _unprofiled_s(left: Sequence[Signature]) -> float:
+    """A signature left unprofiled costs as much as profiling all its launches: coverage wins."""
+    return sum(s.launches for s in left) * SECONDS_PER_LAUNCH["full"]
+
+
+def _follow_s(launches: pd.DataFrame, left: Sequence[Signature], settings: PlanSettings) -> float:
+    """What profiling `left` costs in one more run, at its cheapest launch count (one run ahead only)."""
+    if not left:
+        return 0.0
+    costs = []
+    for count in range(1, settings.max_launch_count + 1):
+        r = _round_for(launches, left, count, settings)
+        costs.append(_round_s(r, settings) + _unprofiled_s([s for s in left if s not in r.wanted]))
+    return min(costs)
+
+
 def plan_rounds(launches: pd.DataFrame, chosen: Sequence[Signature],
                 settings: PlanSettings) -> tuple[list[Round], list[Signature]]:
     """Cover `chosen` with as few profiled launches and program runs as the cost model finds:
@@ -285,14 +301,9 @@ def plan_rounds(launches: pd.DataFrame, chosen: Sequence[Signature],
             r = _round_for(launches, pending, count, settings)
             if not r.wanted:
                 continue
-            cost = _round_s(r, settings)
             left = [s for s in pending if s not in r.wanted]
-            if left and len(rounds) + 1 < settings.max_rounds:
-                follow = _round_for(launches, left, settings.max_launch_count, settings)
-                cost += _round_s(follow, settings)
-                left = [s for s in left if s not in follow.wanted]
-            # a signature left unprofiled costs as much as profiling all its launches: coverage wins
-            cost += sum(s.launches for s in left) * SECONDS_PER_LAUNCH["full"]
+            cost = _round_s(r, settings) + (_follow_s(launches, left, settings) if len(rounds) + 1 < settings.max_rounds
+                                            else _unprofiled_s(left))
             if best is None or cost < best[0] - 1e-9:
                 best = (cost, r)
         if best is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -141,6 +142,7 @@ class _Run:
         self.launches: pd.DataFrame | None = None    # phase 1's kernel launches
         self.done = 0
         self.profiled = 0
+        self.labels: dict[str, str] = {}             # ncu's (mangled) kernel names -> short names, for progress
 
     # -- running commands ---------------------------------------------------------------------
     def run(self, name: str, argv: Sequence[str], what: str, progress: bool = False) -> runner.RunResult:
@@ -148,7 +150,7 @@ class _Run:
 
         def advance(n: int, label: str) -> None:
             self.done = base + n
-            self.progress.advance(self.done, label)
+            self.progress.advance(self.done, self.labels.get(label, label))
 
         result = runner.run(argv, self.sd.log(name), env=self.env, on_output=self.progress.output,
                             on_progress=advance if progress else None, timeout_s=self.options.timeout_s)
@@ -159,19 +161,35 @@ class _Run:
         self.status.save(self.sd)
         return result
 
-    def export(self, report: Path) -> None:
-        stem = report.name[: -len(".ncu-rep")]
-        outputs = []
-        for page, argv in (("raw", cmd.ncu_export_raw(self.ncu.path, report)),
-                           ("details", cmd.ncu_export_details(self.ncu.path, report))):
-            target = report.with_name(f"{stem}.{page}.csv")
-            result = runner.run(argv, self.sd.log(f"export-{stem}-{page}"), env=self.env, stdout_to=target, timeout_s=600)
-            self.status.step(f"export-{stem}-{page}", result.ok, result.wall_s, result.log)
-            outputs.append(target if result.ok and target.is_file() and target.stat().st_size else None)
-        if outputs[0] is None:
-            self.status.lacks(f"the CSV export of {report.name}")
-        else:
-            self.exported.append((outputs[0], outputs[1]))
+    def export(self, reports: Sequence[Path]) -> None:
+        """The raw and details pages of every report as CSV. The exports run side by side: each is
+        an ncu process reading one report on the CPU, a few seconds each, independent of the others."""
+        jobs = [(report, page, argv) for report in reports
+                for page, argv in (("raw", cmd.ncu_export_raw(self.ncu.path, report)),
+                                   ("details", cmd.ncu_export_details(self.ncu.path, report)))]
+        if not jobs:
+            return
+
+        def target(report: Path, page: str) -> Path:
+            return report.with_name(f"{report.name[: -len('.ncu-rep')]}.{page}.csv")
+
+        def one(job: tuple[Path, str, list[str]]) -> runner.RunResult:
+            report, page, argv = job
+            return runner.run(argv, self.sd.log(f"export-{target(report, page).stem.replace('.', '-')}"), env=self.env,
+                              stdout_to=target(report, page), timeout_s=600)
+
+        with ThreadPoolExecutor(max_workers=min(len(jobs), 4)) as pool:
+            results = list(pool.map(one, jobs))
+        written: dict[Path, dict[str, Path | None]] = {}
+        for (report, page, _), result in zip(jobs, results):
+            out = target(report, page)
+            self.status.step(f"export-{out.stem.replace('.', '-')}", result.ok, result.wall_s, result.log)
+            written.setdefault(report, {})[page] = out if result.ok and out.is_file() and out.stat().st_size else None
+        for report, pages in written.items():
+            if pages["raw"] is None:
+                self.status.lacks(f"the CSV export of {report.name}")
+            else:
+                self.exported.append((pages["raw"], pages["details"]))
 
     # -- phase 1 ------------------------------------------------------------------------------
     def timeline(self, fallback: bool = True) -> tuple[pd.DataFrame | None, float]:
@@ -193,12 +211,22 @@ class _Run:
         error = runner.failure(result, "the timeline run (nsys)", self.sd.root)
         if result.has("no-gpu") or result.has("app-error"):
             raise error or ProfilerError("the timeline run failed", f"see {result.log}")
-        if not result.ok or not report.is_file():
+        # nsys exits with the program's code and says nothing more: a report written means nsys
+        # worked and the program failed, so keep its timeline and stop (ncu would fail the same way).
+        program_failed = result.returncode != 0 and not result.timed_out and report.is_file()
+        if not program_failed and (not result.ok or not report.is_file()):
             self.progress.note(f"nsys did not produce a report ({error or 'no .nsys-rep written'}); "
                                "timing kernels with ncu instead")
             return None
         db = self.sd.report("timeline.sqlite")
         exported = self.run("1-timeline-export", cmd.nsys_export_sqlite(self.nsys.path, report, db), "nsys export")
+        if program_failed:
+            if exported.ok and db.is_file():
+                self.timeline_db = db
+            self.status.lacks("kernel metrics (the program failed in phase 1, so ncu did not run)")
+            raise ProfilerError(f"the program exited with code {result.returncode} during the timeline run (nsys)",
+                                f"run it without nsdiag to see why; see {result.log}; "
+                                f"the partial session is kept in {self.sd.root}")
         if not exported.ok or not db.is_file():
             self.progress.note("nsys could not export the report to SQLite; timing kernels with ncu instead")
             return None
@@ -280,6 +308,7 @@ class _Run:
                                     nvtx=self.options.nvtx)
 
         self.plan = plan = make_plan(launches, settings, argv_for)
+        self.labels = dict(zip(launches["filter_name"].astype(str), launches["function"].astype(str)))
         self.status.plan = describe_plan(plan)
         for note in plan.notes:
             self.progress.note(note)
@@ -320,9 +349,8 @@ class _Run:
     # -- results ------------------------------------------------------------------------------
     def finish(self, export: bool = True) -> Session | None:
         if export:
-            for report in self.reports:
-                if all(raw.name != report.name.replace(".ncu-rep", ".raw.csv") for raw, _ in self.exported):
-                    self.export(report)
+            self.export([report for report in self.reports
+                         if all(raw.name != report.name.replace(".ncu-rep", ".raw.csv") for raw, _ in self.exported)])
         meta = {"command": self.program, "profiled_at": datetime.now().isoformat(timespec="seconds"),
                 "tools": tools.describe([self.ncu, self.nsys]), "profile_mode": "full" if self.options.full else "targeted"}
         session = session_dir.assemble(self.exported, self.timeline_db, meta)
