@@ -110,6 +110,12 @@ def verdicts(session: Any) -> dict[tuple[str, str, str], tuple[str, str]]:
     return {(normalized(k.name), str(k.grid), str(k.block)): (k.bound, k.limiter) for k in diagnosis.kernels}
 
 
+def _existing(path: Path) -> Path:
+    """The export as recorded, or gzipped as tools/bench_profile_h200.sh brings it back."""
+    gz = path.with_name(path.name + ".gz")
+    return gz if not path.exists() and gz.exists() else path
+
+
 def stage_summary(args: argparse.Namespace) -> int:
     targeted = json.loads((args.out / f"{args.name}.json").read_text())
     full_dir = args.full_from or args.out
@@ -122,7 +128,7 @@ def stage_summary(args: argparse.Namespace) -> int:
     from nsdiag import load
     from nsdiag.readers.merge import merge_sessions
     mine = verdicts(load(session_path))
-    full_sessions = [session_dir.load_ncu_report(full_dir / s["raw_csv"], None) for s in slices if s.get("raw_csv")]
+    full_sessions = [session_dir.load_ncu_report(_existing(full_dir / s["raw_csv"]), None) for s in slices if s.get("raw_csv")]
     full_launches = sum(len(f.kernels) for f in full_sessions)   # the exports, not the progress lines
     theirs = verdicts(full_sessions[0] if len(full_sessions) == 1 else merge_sessions(full_sessions))
     rows = [{"kernel": key[0], "grid": key[1], "block": key[2], "targeted": "/".join(v), "full": "/".join(theirs[key]),

@@ -5,6 +5,7 @@ on every launch of the same step."""
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -165,4 +166,23 @@ def test_variant_aware_plan_agrees_with_the_full_set(targeted_and_full: tuple[ns
     picked = nsdiag.Session(kernels=timeline_weights(rows.iloc[positions].reset_index(drop=True), launches))
     mine, theirs = verdicts(picked), verdicts(full)
     assert set(mine) <= set(theirs) and len(mine) == 55
+    assert {key[0][:60]: (v, theirs[key]) for key, v in mine.items() if v != theirs[key]} == {}
+
+
+def test_duration_group_session_matches_its_full_set() -> None:
+    """Measured, not simulated: the session `nsdiag profile` made on the H200 with duration groups
+    (count 2 for every configuration of the chosen names, 92 launches) against `ncu --set full` on
+    every launch of the same step, recorded the same day (tests/data/profile/duration-groups)."""
+    folder = DATA / "profile" / "duration-groups"
+    targeted = nsdiag.load(folder / "session")
+    full = merge_sessions([session_dir.load_ncu_report(folder / f"full-{n}.raw.csv.gz", None) for n in ("0000", "0150")])
+    assert len(targeted.kernels) == 92 and len(full.kernels) == 301
+    # every planned duration group has a profiled launch matched to it (by duration)
+    status = json.loads((folder / "session" / "status.json").read_text())
+    groups = {(g["name"], g["variant"]) for g in status["plan"]["signatures"] if g.get("variants", 1) > 1}
+    k = targeted.kernels
+    matched = set(zip(k["name"], k["timeline_variant"]))
+    assert len(groups) == 3 and groups <= matched
+    mine, theirs = verdicts(targeted), verdicts(full)
+    assert len(mine) == 55 and set(mine) <= set(theirs)
     assert {key[0][:60]: (v, theirs[key]) for key, v in mine.items() if v != theirs[key]} == {}
