@@ -99,7 +99,9 @@ def profile(program: tuple[str, ...], output: Path | None, ncu: str | None, nsys
 
     PROGRAM is a Python script with its arguments (run with this Python), or any command after
     `--`. Without one, the bundled reference kernels are profiled. Phase 1 records a timeline
-    (nsys), phase 2 profiles once each kernel signature that matters (ncu, selected sections).
+    (nsys), phase 2 profiles one launch of each kernel signature that matters, and of each
+    duration group of a signature that did different work under one grid (ncu, the metrics the
+    rules read).
     """
     from nsdiag.collect.profile import ProfileOptions
     from nsdiag.collect.profile import dry_run as plan_commands
