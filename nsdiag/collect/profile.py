@@ -209,7 +209,7 @@ class _Run:
                                                          profile_from_start=self.start), "the timeline run (nsys)")
         report = self.sd.report("timeline.nsys-rep")
         error = runner.failure(result, "the timeline run (nsys)", self.sd.root)
-        if result.has("no-gpu") or result.has("app-error"):
+        if result.has("no-gpu"):
             raise error or ProfilerError("the timeline run failed", f"see {result.log}")
         # nsys exits with the program's code and says nothing more: a report written means nsys
         # worked and the program failed, so keep its timeline and stop (ncu would fail the same way).

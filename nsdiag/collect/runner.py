@@ -36,8 +36,7 @@ PROBLEMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("no-kernels", re.compile(r"No kernels were profiled", re.I)),
     ("nsys-import", re.compile(r"Importer error status|importer binary and its dependencies were not found"
                                r"|libdw\.so\.1: cannot open shared object", re.I)),
-    ("app-error", re.compile(r"application returned an error code \((?P<code>-?\d+)\)"
-                             r"|returned non-zero exit code:? (?P<code2>-?\d+)", re.I)),
+    ("app-error", re.compile(r"application returned an error code \((?P<code>-?\d+)\)", re.I)),
     ("usage", re.compile(r"^==ERROR== .*(unrecognised|unrecognized|invalid|unknown) (option|argument|value)", re.I)),
 )
 
@@ -77,8 +76,8 @@ def classify(line: str) -> Problem | None:
     for kind, pattern in PROBLEMS:
         match = pattern.search(line)
         if match:
-            code = next((int(v) for k, v in match.groupdict().items() if v is not None and k.startswith("code")), None)
-            return Problem(kind, line.strip(), code)
+            code = match.groupdict().get("code")
+            return Problem(kind, line.strip(), int(code) if code is not None else None)
     return None
 
 
