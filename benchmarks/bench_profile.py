@@ -103,11 +103,21 @@ def stage_full(args: argparse.Namespace) -> int:
     return 0 if error is None else 1
 
 
-def verdicts(session: Any) -> dict[tuple[str, str, str], tuple[str, str]]:
-    """Bound and limiter by signature; names normalised, as ncu spells namespaces differently
-    from run to run (`at::<unnamed>::f` in one, `native::<unnamed>::f` in another)."""
+def verdicts(session: Any) -> dict[tuple[str, str, str], tuple[str, str, bool]]:
+    """Bound, limiter and whether nsdiag called it close, by signature; names normalised, as ncu
+    spells namespaces differently from run to run (`at::<unnamed>::f` in one, `native::<unnamed>::f`
+    in another)."""
     diagnosis = diagnose(session)
-    return {(normalized(k.name), str(k.grid), str(k.block)): (k.bound, k.limiter) for k in diagnosis.kernels}
+    return {(normalized(k.name), str(k.grid), str(k.block)): (k.bound, str(k.limiter), k.close_call)
+            for k in diagnosis.kernels}
+
+
+def planned_keys(session_path: Path) -> set[tuple[str, str, str]]:
+    """The signatures the plan chose for coverage (status.json), as opposed to the other shapes of
+    the same kernels ncu profiled on the way."""
+    status = session_path / "status.json"
+    plan = json.loads(status.read_text()).get("plan") or {} if status.exists() else {}
+    return {(normalized(s["name"]), str(s["grid"]), str(s["block"])) for s in plan.get("signatures", [])}
 
 
 def _existing(path: Path) -> Path:
@@ -131,11 +141,16 @@ def stage_summary(args: argparse.Namespace) -> int:
     full_sessions = [session_dir.load_ncu_report(_existing(full_dir / s["raw_csv"]), None) for s in slices if s.get("raw_csv")]
     full_launches = sum(len(f.kernels) for f in full_sessions)   # the exports, not the progress lines
     theirs = verdicts(full_sessions[0] if len(full_sessions) == 1 else merge_sessions(full_sessions))
-    rows = [{"kernel": key[0], "grid": key[1], "block": key[2], "targeted": "/".join(v), "full": "/".join(theirs[key]),
-             "agree": v == theirs[key]} for key, v in mine.items() if key in theirs]
+    chosen = planned_keys(session_path)
+    rows = [{"kernel": key[0], "grid": key[1], "block": key[2], "targeted": "/".join(v[:2]), "full": "/".join(theirs[key][:2]),
+             "agree": v[:2] == theirs[key][:2], "bound_agrees": v[0] == theirs[key][0], "planned": key in chosen,
+             "close_call": {"targeted": v[2], "full": theirs[key][2]}} for key, v in mine.items() if key in theirs]
+    planned_rows = [r for r in rows if r["planned"]]
     figures = {**targeted, "full_slices": slices, "full_s": t_full, "full_launches": full_launches,
                "full_s_per_launch": (t_full - t_plain) / max(full_launches, 1), "ratio": t_full / t_targeted,
                "compared": len(rows), "agree": sum(r["agree"] for r in rows), "targeted_signatures": len(mine),
+               "bound_agree": sum(r["bound_agrees"] for r in rows),
+               "planned_compared": len(planned_rows), "planned_agree": sum(r["agree"] for r in planned_rows),
                "differences": [r for r in rows if not r["agree"]]}
     print(f"workload {targeted['workload']}: {targeted['launches']} kernel launches in the profiled step")
     print(f"plan: {targeted['signatures_chosen']} signatures chosen, {targeted['planned_launches']} launches planned "
@@ -147,8 +162,13 @@ def stage_summary(args: argparse.Namespace) -> int:
     print(f"ratio full / targeted           {figures['ratio']:8.1f} x")
     print(f"verdicts (bound/limiter) agree for {figures['agree']} of {figures['compared']} signatures compared "
           f"({figures['targeted_signatures']} in the targeted session)")
+    print(f"  of the {figures['planned_compared']} signatures the plan chose for coverage: {figures['planned_agree']} agree; "
+          f"bound alone agrees for {figures['bound_agree']} of {figures['compared']}")
     for d in figures["differences"]:
-        print(f"  differs: {d['kernel'][:90]} {d['grid']} {d['block']}: targeted {d['targeted']}, full {d['full']}")
+        flagged = [side for side, close in d["close_call"].items() if close]
+        print(f"  differs{' (planned)' if d['planned'] else ''}: {d['kernel'][:90]} {d['grid']} {d['block']}: "
+              f"targeted {d['targeted']}, full {d['full']}; "
+              + (f"called a close call by {' and '.join(flagged)}" if flagged else "not called a close call"))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1, default=str))
     return 0

@@ -780,12 +780,28 @@ def test_doctor_checks_the_rule_metric_list() -> None:
     ('==PROF== Profiling "elementwise_kernel" - 0: 0%....50%....100% - 38 passes', "elementwise_kernel"),
     # as ncu 2025.3.1 printed it on the H200 for a targeted run (no launch index)
     ('==PROF== Profiling "fused_kernel": 0%....50%....100% - 35 passes', "fused_kernel"),
+    # one pass, as the duration pass needs (public ncu logs print the singular)
+    ('==PROF== Profiling "gemv_naive_kernel" - 0: 0%....50%....100% - 1 pass', "gemv_naive_kernel"),
+    # a demangled name with colons, and a suffix after the launch index (tolerated, see _PROGRESS)
+    ('==PROF== Profiling "void at::native::f<1>(int)" - 7 (8/180): 0%....50%....100% - 38 passes',
+     "void at::native::f<1>(int)"),
 ])
 def test_progress_lines_as_ncu_prints_them(line: str, name: str) -> None:
     from nsdiag.collect.runner import _PROGRESS
 
     match = _PROGRESS.match(line)
-    assert match and match.group("name") == name and int(match.group("passes")) in (35, 38)
+    assert match and match.group("name") == name and int(match.group("passes")) in (1, 35, 38)
+
+
+@pytest.mark.parametrize("line", [
+    "==PROF== Connected to process 686 (/usr/bin/python3.12)",
+    '==PROF== Profiling "k" - 0: 0%....50%....100%',               # no pass count yet: not done
+    "step took 38 passes",                                            # the program's own output
+])
+def test_other_lines_are_not_progress(line: str) -> None:
+    from nsdiag.collect.runner import _PROGRESS
+
+    assert _PROGRESS.match(line) is None
 
 
 def test_duration_groups_are_planned_matched_and_weighted() -> None:

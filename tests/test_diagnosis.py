@@ -101,3 +101,31 @@ def test_nsdiag_leads_with_the_roof_where_ncu_leads_with_idle_pipes(data_dir: Pa
     fused = next(k for k in d.kernels if "fused_kernel" in k.name)
     assert any(r["rule"] == "UncoalescedGlobalAccess" and r["speedup"] > 50 for r in fused.ncu_rules)
     assert [f.rule for f in fused.findings] == ["NSD101"]
+
+
+@pytest.mark.parametrize("dram, l2, limiter, close", [
+    (59.81, 72.89, "l2", True),     # the AdamW kernel of tests/data/profile/layers8, full set
+    (60.35, 73.35, "dram", True),   # the same launch, targeted run
+    (53.84, 66.79, "l2", False),    # DRAM 6 points under: L2 it is, no hedging
+    (80.26, 84.09, "dram", False),  # DRAM saturated beyond doubt
+    (61.00, 58.00, "dram", True),   # DRAM just over, L2 under: a busiest-unit close call, no limiter one
+])
+def test_a_limiter_decided_within_five_points_of_the_threshold_is_called_close(
+        dram: float, l2: float, limiter: str, close: bool) -> None:
+    from nsdiag.analysis.verdict import classify
+    v = classify({"dram_throughput_pct": dram, "l2_throughput_pct": l2, "l1_throughput_pct": 20.0,
+                  "pipe_fma_pct": 10.0, "duration_ns": 50_000.0})
+    assert (v.bound, v.limiter, v.close_call) == ("memory", limiter, close)
+    assert ("limiter a close call" in v.note) == (close and l2 >= 60)
+    if close and l2 >= 60:
+        assert f"DRAM at {dram:.0f}%" in v.note and "L2" in v.note
+
+
+def test_a_bound_near_the_threshold_is_called_close_but_a_small_grid_alone_is_not() -> None:
+    from nsdiag.analysis.verdict import classify
+    near = classify({"dram_throughput_pct": 58.0, "pipe_fma_pct": 10.0, "duration_ns": 50_000.0,
+                     "grid_size": 1000.0, "sm_count": 132.0})
+    small = classify({"dram_throughput_pct": 20.0, "pipe_fma_pct": 10.0, "duration_ns": 50_000.0,
+                      "grid_size": 64.0, "sm_count": 132.0})
+    assert (near.bound, near.close_call) == ("latency", True)
+    assert (small.bound, small.limiter, small.close_call) == ("latency", "small_grid", False)

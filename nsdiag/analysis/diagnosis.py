@@ -82,6 +82,7 @@ class KernelDiagnosis:
     findings: list[Finding] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     ncu_rules: list[dict[str, Any]] = field(default_factory=list)
+    close_call: bool = False      # a unit within 5 points of a threshold decided bound or limiter
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -89,6 +90,7 @@ class KernelDiagnosis:
             "duration_ns": _num(self.duration_ns), "mean_duration_ns": _num(self.duration_ns / max(self.launches, 1)),
             "time_share": _num(self.time_share), "grid": self.grid, "block": self.block,
             "bound": self.bound, "limiter": self.limiter, "verdict": self.verdict, "verdict_note": self.verdict_note,
+            "close_call": self.close_call,
             "roofline": clean(self.roofline),
             "metrics": clean(self.metrics),
             "findings": [f.to_json() for f in self.findings],

@@ -166,7 +166,7 @@ def diagnose(session: Session, rules: Iterable[RuleSpec] | None = None) -> Diagn
             bound=v.bound, limiter=v.limiter, verdict=verdict.sentence(str(row["name"]), v, roof),
             verdict_note=_join_notes(v.note, _duration_groups_note(row)), roofline=roof, metrics=metrics,
             findings=findings, skipped=rule_skips,
-            ncu_rules=_ncu_rules(session, row["launch_ids"]),
+            ncu_rules=_ncu_rules(session, row["launch_ids"]), close_call=v.close_call,
         ))
     from nsdiag.analysis.program import program_findings
 

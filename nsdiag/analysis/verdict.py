@@ -9,8 +9,10 @@ The rule, written down (docs/diagnosis.md repeats it):
            compute. The limiter is the saturated memory unit furthest from the SM (DRAM before
            L2 before shared before L1), or the busiest pipe.
 - latency: nothing reaches 60 %; the warps wait (the limiter is the top stall reason).
-Within NEAR_PCT (5 points) of the threshold, or when memory and compute are within 5 points of
-each other, the verdict carries a note saying so instead of pretending to be sure.
+Within NEAR_PCT (5 points) of the threshold, when memory and compute are within 5 points of each
+other, or when a memory unit within 5 points of the threshold decides which unit is the limiter
+(DRAM at 58% with L2 at 70%: L2; at 61%: DRAM), the verdict carries a note saying so instead of
+pretending to be sure, and `close_call` is set.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ class Verdict:
     compute_pct: float
     note: str
     limiter_pct: float = math.nan
+    close_call: bool = False        # a unit within NEAR_PCT of a threshold decided bound or limiter
 
 
 def _busiest(values: dict[str, float], units: dict[str, str]) -> tuple[str | None, float]:
@@ -58,6 +61,30 @@ def _busiest_memory(values: dict[str, float]) -> tuple[str | None, float]:
         if value is not None and not math.isnan(value) and value >= SATURATED_PCT:
             return candidate, pct
     return unit, pct
+
+
+def _limiter_note(values: dict[str, float], limiter: str | None) -> str:
+    """Name the unit that would change the memory limiter if it moved a few points: a farther
+    unit just under the threshold, or the chosen one just over it with a nearer unit saturated.
+    Replays and launches of one signature differ by that much (DRAM at 60.4% in one run, 59.8%
+    in another, for the same launch of an AdamW kernel on the H200)."""
+    order = ("dram", "l2", "shared", "l1")
+    if limiter not in order:
+        return ""
+    def pct(unit: str) -> float:
+        value = values.get(MEMORY_UNITS[unit])
+        return math.nan if value is None else float(value)
+    chosen = order.index(limiter)
+    for unit in order[:chosen]:                      # farther units, just under the threshold
+        if SATURATED_PCT - NEAR_PCT <= pct(unit) < SATURATED_PCT:
+            return (f"limiter a close call: {unit.upper()} at {pct(unit):.0f}%, near the {SATURATED_PCT:.0f}% "
+                    f"above which it, not {limiter.upper()} ({pct(limiter):.0f}%), is the limiter")
+    if pct(limiter) < SATURATED_PCT + NEAR_PCT:      # the chosen unit just over, a nearer one saturated
+        for unit in order[chosen + 1:]:
+            if pct(unit) >= SATURATED_PCT:
+                return (f"limiter a close call: {limiter.upper()} at {pct(limiter):.0f}%, near the "
+                        f"{SATURATED_PCT:.0f}% below which {unit.upper()} ({pct(unit):.0f}%) is the limiter")
+    return ""
 
 
 def classify(values: dict[str, float]) -> Verdict:
@@ -86,14 +113,18 @@ def classify(values: dict[str, float]) -> Verdict:
             notes.append(f"memory {mem_pct:.0f}% and compute {cmp_pct:.0f}% are nearly balanced")
         if is_memory:
             unit_pct = values.get(MEMORY_UNITS.get(mem_unit or "", ""), mem_pct)
-            return Verdict("memory", mem_unit or "memory", mem_pct, cmp_pct, "; ".join(notes), unit_pct)
-        return Verdict("compute", cmp_unit or "sm", mem_pct, cmp_pct, "; ".join(notes), cmp_pct)
+            notes.append(_limiter_note(values, mem_unit))
+            notes = [n for n in notes if n]
+            return Verdict("memory", mem_unit or "memory", mem_pct, cmp_pct, "; ".join(notes), unit_pct, bool(notes))
+        return Verdict("compute", cmp_unit or "sm", mem_pct, cmp_pct, "; ".join(notes), cmp_pct, bool(notes))
     grid, sms = values.get("grid_size"), values.get("sm_count")
     if grid is not None and sms is not None and not math.isnan(grid) and not math.isnan(sms) and grid < sms:
+        close = bool(notes)
         notes.append(f"{grid:.0f} blocks for {sms:.0f} SMs")
-        return Verdict("latency", "small_grid", mem_pct, cmp_pct, "; ".join(notes))
+        return Verdict("latency", "small_grid", mem_pct, cmp_pct, "; ".join(notes), close_call=close)
     stall = values.get("top_stall")
-    return Verdict("latency", stall if isinstance(stall, str) else None, mem_pct, cmp_pct, "; ".join(notes))
+    return Verdict("latency", stall if isinstance(stall, str) else None, mem_pct, cmp_pct, "; ".join(notes),
+                   close_call=bool(notes))
 
 
 def _nanmax(a: float | None, b: float | None) -> float:

@@ -25,8 +25,12 @@ PERMISSION_HINT = ("run nsdiag as root (sudo), or allow every user to profile: s
                    "see https://developer.nvidia.com/ERR_NVGPUCTRPERM")
 NO_GPU_HINT = "run on a machine with an NVIDIA GPU and its driver (nvidia-smi must list the GPU)"
 
-# `==PROF== Profiling "name" - 12: 0%....50%....100% - 38 passes`: one line per profiled launch.
-_PROGRESS = re.compile(r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<index>\d+))?: .*?(?P<passes>\d+) passes')
+# `==PROF== Profiling "name" - 12: 0%....50%....100% - 38 passes`: one line per profiled launch;
+# "- 1 pass" for a one-pass collection (the duration pass). Under a global `--launch-count`,
+# ncu 2025.3.1 on the H200 printed lines this pattern's first form did not match (the benchmark's
+# `--set full` slices counted 0 of 180 launches, the same slice without a count 177 of 177), so
+# whatever stands between the quoted name and the colon is accepted.
+_PROGRESS = re.compile(r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<index>\d+))?[^":]*: .*?(?P<passes>\d+) pass(?:es)?\b')
 # Known failure texts, most specific first (ncu, nsys, the CUDA runtime, PyTorch).
 PROBLEMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("counter-permission", re.compile(r"ERR_NVGPUCTRPERM|permission to access NVIDIA GPU Performance Counters", re.I)),
