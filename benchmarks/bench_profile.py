@@ -116,7 +116,7 @@ def planned_keys(session_path: Path) -> set[tuple[str, str, str]]:
     """The signatures the plan chose for coverage (status.json), as opposed to the other shapes of
     the same kernels ncu profiled on the way."""
     status = session_path / "status.json"
-    plan = json.loads(status.read_text()).get("plan") or {} if status.exists() else {}
+    plan = (json.loads(status.read_text()).get("plan") or {}) if status.exists() else {}
     return {(normalized(s["name"]), str(s["grid"]), str(s["block"])) for s in plan.get("signatures", [])}
 
 

@@ -212,3 +212,23 @@ def test_eight_layer_session_against_its_full_set_differs_only_in_close_calls() 
     full_s = sum(f["wall_s"] for f in figures) - 2 * run["plain_s"]
     assert run["planned_launches"] == 92 and run["runs"] == 1
     assert 13.0 < full_s / run["targeted_s"] < 14.0
+
+
+def test_bench_summary_reports_ratio_and_differences_from_the_recordings(tmp_path: Path) -> None:
+    """`benchmarks/bench_profile.py summary` on the 8-layer recordings: the figures the closing
+    note and docs/profile-status.md quote come from this stage."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_profile", Path(__file__).parents[1] / "benchmarks" / "bench_profile.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    folder = DATA / "profile" / "layers8"
+    out = tmp_path / "summary.json"
+    assert bench.main(["summary", "--out", str(folder), "--session", str(folder / "session"), "--json", str(out)]) == 0
+    figures = json.loads(out.read_text())
+    assert figures["full_launches"] == 537 and round(figures["ratio"], 1) == 13.5
+    assert (figures["compared"], figures["agree"], figures["bound_agree"]) == (53, 51, 53)
+    assert (figures["planned_compared"], figures["planned_agree"]) == (29, 28)
+    assert [d["planned"] for d in figures["differences"]] == [True, False]
+    assert all(any(d["close_call"].values()) for d in figures["differences"])
