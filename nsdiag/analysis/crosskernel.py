@@ -19,11 +19,6 @@ _LAYOUT_NAME = re.compile(
     re.IGNORECASE)
 
 
-def _bytes(row: pd.Series, column: str) -> float:
-    value = row.get(column)
-    return float(value) if value is not None and not pd.isna(value) else 0.0
-
-
 _STEP_COLUMNS = ("id", "name", "grid", "block", "duration_ns", "dram_read_bytes", "dram_write_bytes",
                  "dram_bytes_per_second", "dram_throughput_pct", "pipe_tensor_pct", "memory_throughput_pct",
                  "sm_throughput_pct", "grid_size", "sm_count", "top_stall", "nvtx_range",

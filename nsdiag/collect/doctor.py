@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from nsdiag.collect import metric_set, tools
-from nsdiag.collect.argv import ncu_query_metrics
+from nsdiag.collect.argv import DURATION_METRIC, ncu_query_metrics
 from nsdiag.collect.runner import NO_GPU_HINT, PERMISSION_HINT, classify
 from nsdiag.errors import MissingDependencyError
 
@@ -108,7 +108,7 @@ def check_counters(ncu: tools.Tool | None, gpu_ok: bool, runner: Runner = run_co
     if importlib.util.find_spec("torch") is None:
         return Check(name, None, "skipped: the test program needs PyTorch (any CUDA program under ncu shows it)")
     with tempfile.TemporaryDirectory(prefix="nsdiag-doctor-") as tmp:
-        code, out = runner([str(ncu.path), "--metrics", "gpu__time_duration.sum", "-c", "1", "-f",
+        code, out = runner([str(ncu.path), "--metrics", DURATION_METRIC, "-c", "1", "-f",
                             "-o", str(Path(tmp) / "doctor"), *COUNTER_PROGRAM], 300)
     problems = [p for p in (classify(line) for line in out.splitlines()) if p is not None]
     kinds = {p.kind for p in problems}

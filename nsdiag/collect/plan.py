@@ -25,10 +25,10 @@ import pandas as pd
 LAUNCH_CONFIG_KEY_HAS_NAME = True
 
 # Seconds per profiled launch on the H200, measured (tools/probes/probe_sections.sh, 5 launches of
-# an elementwise kernel; GPU-NOTES for basic and duration): the rules' metrics by name 0.5 s, the
+# an elementwise kernel; GPU-NOTES for duration): the rules' metrics by name 0.5 s, the
 # twelve sections they come from 1.9 s, the full set 2.2 s (2.01 s over the 301 launches of the
 # benchmark's transformer step, 2.3 s in GPU-NOTES).
-SECONDS_PER_LAUNCH = {"full": 2.2, "sections": 1.9, "rules": 0.5, "basic": 0.5, "duration": 0.2}
+SECONDS_PER_LAUNCH = {"full": 2.2, "sections": 1.9, "rules": 0.5, "duration": 0.2}
 # Launches of one signature more than this far apart in duration did different work (cuBLAS and
 # nvjet reuse a GEMM kernel and grid for different K): each group gets its own profiled launch.
 VARIANT_RATIO = 1.5
@@ -316,7 +316,12 @@ def plan_rounds(launches: pd.DataFrame, chosen: Sequence[Signature],
 def make_plan(timeline: pd.DataFrame, settings: PlanSettings = PlanSettings(),
               argv_for: Callable[[int, Round, str], Sequence[str]] | None = None) -> Plan:
     """The plan for a phase-1 timeline. `argv_for(i, round, name_base)` builds round i's ncu command."""
-    launches = kernel_launches(timeline)
+    return plan_launches(kernel_launches(timeline), settings, argv_for)
+
+
+def plan_launches(launches: pd.DataFrame, settings: PlanSettings = PlanSettings(),
+                  argv_for: Callable[[int, Round, str], Sequence[str]] | None = None) -> Plan:
+    """`make_plan` on launches `kernel_launches` already prepared."""
     if launches.empty:
         raise ValueError("the timeline holds no kernel launch")
     base = name_base(launches)

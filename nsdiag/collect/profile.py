@@ -28,8 +28,8 @@ from nsdiag.collect.plan import (
     function_name,
     in_nvtx_range,
     kernel_launches,
-    make_plan,
     normalized,
+    plan_launches,
     signatures,
 )
 from nsdiag.collect.plan import describe as describe_plan
@@ -69,12 +69,15 @@ class NullProgress:
 @dataclass(frozen=True)
 class ProfileResult:
     session_dir: Path
-    complete: bool
     missing: tuple[str, ...]
     plan: Plan | None
     session: Session | None
     timings: dict[str, float] = field(default_factory=dict)
     profiled: int = 0                        # launches ncu profiled in phase 2
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing
 
 
 def resolve_program(args: Sequence[str]) -> tuple[list[str], bool]:
@@ -136,7 +139,7 @@ class _Run:
         self.env = child_env()
         self.reports: list[Path] = []               # ncu reports to export
         self.exported: list[tuple[Path, Path | None]] = []
-        self.timeline_db: Path | None = None
+        self.phase1_timeline: Session | Path | None = None   # the SQLite export, or the Session read from it
         self.timings: dict[str, float] = {}
         self.plan: Plan | None = None
         self.launches: pd.DataFrame | None = None    # phase 1's kernel launches
@@ -145,7 +148,7 @@ class _Run:
         self.labels: dict[str, str] = {}             # ncu's (mangled) kernel names -> short names, for progress
 
     # -- running commands ---------------------------------------------------------------------
-    def run(self, name: str, argv: Sequence[str], what: str, progress: bool = False) -> runner.RunResult:
+    def run(self, name: str, argv: Sequence[str], progress: bool = False) -> runner.RunResult:
         base = self.done
 
         def advance(n: int, label: str) -> None:
@@ -206,7 +209,7 @@ class _Run:
     def _nsys_timeline(self) -> pd.DataFrame | None:
         assert self.nsys is not None
         result = self.run("1-timeline", cmd.nsys_profile(self.nsys.path, self.sd.report("timeline"), self.program,
-                                                         profile_from_start=self.start), "the timeline run (nsys)")
+                                                         profile_from_start=self.start))
         report = self.sd.report("timeline.nsys-rep")
         error = runner.failure(result, "the timeline run (nsys)", self.sd.root)
         if result.has("no-gpu"):
@@ -219,10 +222,10 @@ class _Run:
                                "timing kernels with ncu instead")
             return None
         db = self.sd.report("timeline.sqlite")
-        exported = self.run("1-timeline-export", cmd.nsys_export_sqlite(self.nsys.path, report, db), "nsys export")
+        exported = self.run("1-timeline-export", cmd.nsys_export_sqlite(self.nsys.path, report, db))
         if program_failed:
             if exported.ok and db.is_file():
-                self.timeline_db = db
+                self.phase1_timeline = db
             self.status.lacks("kernel metrics (the program failed in phase 1, so ncu did not run)")
             raise ProfilerError(f"the program exited with code {result.returncode} during the timeline run (nsys)",
                                 f"run it without nsdiag to see why; see {result.log}; "
@@ -232,7 +235,7 @@ class _Run:
             return None
         from nsdiag import load
         session = load(db)
-        self.timeline_db = db
+        self.phase1_timeline = session
         timeline = session.timeline
         if self.options.nvtx:
             timeline = in_nvtx_range(timeline, session.nvtx_ranges, self.options.nvtx)
@@ -242,7 +245,7 @@ class _Run:
         self.progress.phase("phase 1: kernel durations (ncu)", None)
         out = self.sd.report("durations")
         result = self.run("1-durations", cmd.ncu_durations(self.ncu.path, out, self.program, profile_from_start=self.start,
-                                                           nvtx=self.options.nvtx), "the duration pass (ncu)", True)
+                                                           nvtx=self.options.nvtx), progress=True)
         error = runner.failure(result, "the duration pass (ncu)", self.sd.root)
         if error:
             raise error
@@ -307,7 +310,7 @@ class _Run:
                                     metrics=metrics if collect == "rules" else (), profile_from_start=self.start,
                                     nvtx=self.options.nvtx)
 
-        self.plan = plan = make_plan(launches, settings, argv_for)
+        self.plan = plan = plan_launches(launches, settings, argv_for)
         self.labels = dict(zip(launches["filter_name"].astype(str), launches["function"].astype(str)))
         self.status.plan = describe_plan(plan)
         for note in plan.notes:
@@ -316,12 +319,12 @@ class _Run:
             raise InputError(plan.notes[0] if plan.notes else "nothing to profile", "check --kernel")
         self.progress.phase(f"phase 2: ncu on {len(plan.signatures)} kernel signatures", plan.launches)
         for i, r in enumerate(plan.rounds, start=1):
-            result = self.run(f"2-targeted-{i}", r.argv, f"targeted ncu run {i}", progress=True)
+            result = self.run(f"2-targeted-{i}", r.argv, progress=True)
             if sections == "rules" and not result.ok and result.profiled == 0 and not _severe(result):
                 # A metric name this ncu refuses fails the run before any launch: sections instead.
                 self.progress.note(f"ncu refused the metric list (see {result.log}); collecting its sections instead")
                 result = self.run(f"2-targeted-{i}-sections", argv_for(i, r, plan.name_base, "sections"),
-                                  f"targeted ncu run {i}", progress=True)
+                                  progress=True)
             report = self.sd.report(f"targeted-{i}.ncu-rep")
             if report.is_file():
                 self.reports.append(report)
@@ -338,7 +341,7 @@ class _Run:
         out = self.sd.report("full")
         result = self.run("2-full", cmd.ncu_full(self.ncu.path, out, self.program, kernel_regex=self.options.kernel,
                                                  profile_from_start=self.start, nvtx=self.options.nvtx),
-                          "the full-set run (ncu)", progress=True)
+                          progress=True)
         report = out.with_name("full.ncu-rep")
         if report.is_file():
             self.reports.append(report)
@@ -353,7 +356,7 @@ class _Run:
                          if all(raw.name != report.name.replace(".ncu-rep", ".raw.csv") for raw, _ in self.exported)])
         meta = {"command": self.program, "profiled_at": datetime.now().isoformat(timespec="seconds"),
                 "tools": tools.describe([self.ncu, self.nsys]), "profile_mode": "full" if self.options.full else "targeted"}
-        session = session_dir.assemble(self.exported, self.timeline_db, meta)
+        session = session_dir.assemble(self.exported, self.phase1_timeline, meta)
         if session is not None:
             if self.launches is not None and len(session.kernels):
                 session.kernels = timeline_weights(session.kernels, self.launches)
@@ -477,7 +480,7 @@ def profile(args: Sequence[str], options: ProfileOptions = ProfileOptions(), pro
         state.status.error = "nsdiag failed unexpectedly"
         state.status.save(sd)
         raise
-    return ProfileResult(sd.root, not state.status.missing, tuple(state.status.missing), state.plan, session,
+    return ProfileResult(sd.root, tuple(state.status.missing), state.plan, session,
                          state.timings, state.profiled)
 
 

@@ -130,9 +130,6 @@ def run(argv: Sequence[str], log: Path, *, cwd: Path | None = None, env: Mapping
                     if on_output and not out_file:
                         on_output(line)
                 returncode = proc.wait()
-            except BaseException:
-                stop_group(proc)
-                raise
             finally:
                 if timer is not None:
                     timer.cancel()

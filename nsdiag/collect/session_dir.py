@@ -158,14 +158,17 @@ def load_ncu_report(raw_csv: Path, details_csv: Path | None) -> Session:
     return session
 
 
-def assemble(ncu_reports: Sequence[tuple[Path, Path | None]], timeline: Path | None,
+def assemble(ncu_reports: Sequence[tuple[Path, Path | None]], timeline: Session | Path | None,
              meta: dict[str, Any]) -> Session | None:
-    """One Session from every ncu report (raw + details export) and the nsys SQLite export."""
+    """One Session from every ncu report (raw + details export) and the nsys SQLite export (or
+    the session already read from it)."""
     from nsdiag import load
     from nsdiag.readers.merge import merge_sessions
 
     sessions = [load_ncu_report(raw, details) for raw, details in ncu_reports if raw.is_file()]
-    if timeline is not None and timeline.is_file():
+    if isinstance(timeline, Session):
+        sessions.append(timeline)
+    elif timeline is not None and timeline.is_file():
         sessions.append(load(timeline))
     if not sessions:
         return None
