@@ -45,8 +45,6 @@ class Finding:
             "thresholds": {e.metric: {"op": e.op, "threshold": e.threshold} for e in self.evidence if e.op},
             "message": self.message, "fix": self.fix, "impact_basis": self.impact_basis,
         }
-        if self.range is not None or self.kernel is not None:
-            out["range"] = self.range
         if self.kernel is not None:
             out["kernel"] = self.kernel
         if self.saved_ns is not None:

@@ -36,7 +36,8 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
     weight_sum = present.mul(weight, axis=0).groupby(keys, sort=False).sum()
     means = weighted_sum / weight_sum.where(weight_sum > 0)
     grouped = k.groupby(keys, sort=False)
-    first = grouped.head(1).set_index(keys[grouped.head(1).index])
+    head = grouped.head(1)
+    first = head.set_index(keys[head.index])
     out = first.drop(columns=numeric).join(means).copy()  # one block: adding columns stays cheap
     if "duration_ns" in k:
         durations = k["duration_ns"].groupby(keys, sort=False)

@@ -20,6 +20,7 @@ import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.rulespec import RuleSpec
+from nsdiag.model.intervals import enclosing
 from nsdiag.model.session import Session
 
 HOST_TO_DEVICE = frozenset({"HtoD", "HtoA", "UVM_HtoD"})
@@ -259,31 +260,9 @@ def host_ranges(nvtx: pd.DataFrame, pids: np.ndarray, tids: np.ndarray, times: n
     for (pid, tid), rows in ranges.groupby(["process_id", "thread_id"], sort=False).indices.items():
         wanted = np.flatnonzero((pids == pid) & (tids == tid))
         if len(wanted):
-            found = latest_enclosing(ranges["start_ns"].to_numpy()[rows], ranges["end_ns"].to_numpy()[rows], times[wanted])
+            found = enclosing(ranges["start_ns"].to_numpy()[rows], ranges["end_ns"].to_numpy()[rows], times[wanted])
             out[wanted[found >= 0]] = names[rows[found[found >= 0]]]
     return out
-
-
-def latest_enclosing(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Index of the latest-starting interval containing each time, or -1 (starts sorted).
-
-    Same binary lifting as the nsys reader (analysis may not import readers): skip back over
-    blocks of intervals that all end before t, using a sparse table of running maxima of ends.
-    """
-    n = len(starts)
-    pos = np.searchsorted(starts, t, side="right") - 1
-    table = [np.asarray(ends, dtype="int64")]
-    while (1 << len(table)) <= n:
-        prev, step = table[-1], 1 << (len(table) - 1)
-        table.append(np.concatenate([prev[:step], np.maximum(prev[step:], prev[:-step])]))
-    for j in range(len(table) - 1, -1, -1):
-        can = pos - (1 << j) + 1 >= 0
-        skip = can & (table[j][np.where(can, pos, 0)] < t)
-        pos = np.where(skip, pos - (1 << j), pos)
-    found = np.full(len(t), -1, dtype="int64")
-    ok = pos >= 0
-    found[ok] = np.where(np.asarray(ends)[pos[ok]] >= t[ok], pos[ok], -1)
-    return found
 
 
 def pinned_model(v: TimelineView, params: dict[str, float]) -> pd.DataFrame:

@@ -25,6 +25,7 @@ LAUNCH_NS = 5_000.0
 SATURATED_PCT = 60.0
 NEAR_PCT = 5.0
 
+MEMORY_ORDER = ("dram", "l2", "shared", "l1")   # furthest from the SM first: the limiter's precedence
 MEMORY_UNITS = {"dram": "dram_throughput_pct", "l2": "l2_throughput_pct", "l1": "l1_throughput_pct",
                 "shared": "shared_throughput_pct"}
 COMPUTE_UNITS = {"fma": "pipe_fma_pct", "alu": "pipe_alu_pct", "fp64": "pipe_fp64_pct", "fp16": "pipe_fp16_pct",
@@ -56,7 +57,7 @@ def _busiest_memory(values: dict[str, float]) -> tuple[str | None, float]:
     (DRAM, then L2, then shared, then L1), because traffic to a far unit also passes the near
     ones; a streaming copy shows L2 busier than DRAM, yet DRAM is what it waits for."""
     unit, pct = _busiest(values, MEMORY_UNITS)
-    for candidate in ("dram", "l2", "shared", "l1"):
+    for candidate in MEMORY_ORDER:
         value = values.get(MEMORY_UNITS[candidate])
         if value is not None and not math.isnan(value) and value >= SATURATED_PCT:
             return candidate, pct
@@ -68,19 +69,18 @@ def _limiter_note(values: dict[str, float], limiter: str | None) -> str:
     unit just under the threshold, or the chosen one just over it with a nearer unit saturated.
     Replays and launches of one signature differ by that much (DRAM at 60.4% in one run, 59.8%
     in another, for the same launch of an AdamW kernel on the H200)."""
-    order = ("dram", "l2", "shared", "l1")
-    if limiter not in order:
+    if limiter not in MEMORY_ORDER:
         return ""
     def pct(unit: str) -> float:
         value = values.get(MEMORY_UNITS[unit])
         return math.nan if value is None else float(value)
-    chosen = order.index(limiter)
-    for unit in order[:chosen]:                      # farther units, just under the threshold
+    chosen = MEMORY_ORDER.index(limiter)
+    for unit in MEMORY_ORDER[:chosen]:                      # farther units, just under the threshold
         if SATURATED_PCT - NEAR_PCT <= pct(unit) < SATURATED_PCT:
             return (f"limiter a close call: {unit.upper()} at {pct(unit):.0f}%, near the {SATURATED_PCT:.0f}% "
                     f"above which it, not {limiter.upper()} ({pct(limiter):.0f}%), is the limiter")
     if pct(limiter) < SATURATED_PCT + NEAR_PCT:      # the chosen unit just over, a nearer one saturated
-        for unit in order[chosen + 1:]:
+        for unit in MEMORY_ORDER[chosen + 1:]:
             if pct(unit) >= SATURATED_PCT:
                 return (f"limiter a close call: {limiter.upper()} at {pct(limiter):.0f}%, near the "
                         f"{SATURATED_PCT:.0f}% below which {unit.upper()} ({pct(unit):.0f}%) is the limiter")

@@ -43,11 +43,10 @@ def read(path: Path) -> Session:
     identity_cols = [h for h in frame.columns if h in IDENTITY_HEADERS]
     # ID identifies a launch; keep first-seen order.
     ids = list(dict.fromkeys(frame["ID"]))
-    identity = frame.drop_duplicates("ID").set_index("ID").loc[ids].reset_index()[identity_cols]
-    identity = identity.rename(columns=IDENTITY_HEADERS)
+    first_rows = frame.drop_duplicates("ID").set_index("ID").loc[ids]
+    identity = first_rows.reset_index()[identity_cols].rename(columns=IDENTITY_HEADERS)
     nvtx_cols = [h for h in frame.columns if h.startswith(NVTX_PREFIXES)]
     if nvtx_cols:
-        first_rows = frame.drop_duplicates("ID").set_index("ID").loc[ids]
         identity["nvtx_range"] = first_rows[nvtx_cols].fillna("").agg(" ".join, axis=1).map(innermost_nvtx_range).to_numpy()
 
     metric_rows = frame[frame["Metric Name"] != ""]
