@@ -23,7 +23,7 @@ from nsdiag.collect import doctor, metric_set, plan, runner, session_dir, tools
 from nsdiag.collect.profile import ProfileOptions, profile, resolve_program
 from nsdiag.errors import InputError, MissingDependencyError, ProfilerError
 
-DATA = Path(__file__).parent / "data"
+from tests.conftest import DATA
 SECTIONS = ["--section", "SpeedOfLight", "--section", "LaunchStats", "--section", "Occupancy",
             "--section", "ComputeWorkloadAnalysis", "--section", "MemoryWorkloadAnalysis",
             "--section", "MemoryWorkloadAnalysis_Chart", "--section", "MemoryWorkloadAnalysis_Tables",

@@ -25,7 +25,7 @@ from nsdiag.render import RenderOptions, charts, format_from_path, render
 from nsdiag.render.markdown import escape as md_escape
 from nsdiag.model.names import ELLIPSIS, short_name, short_names
 
-DATA = Path(__file__).parent / "data"
+from tests.conftest import DATA
 HOSTILE = "<img src=x onerror=alert(1)>"
 FIXTURES = {"reference": "reference/raw.csv.gz", "calib": "calib/raw.csv.gz",
             "torch_cases": "torch_cases/details.csv.gz"}

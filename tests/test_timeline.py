@@ -9,8 +9,6 @@ from __future__ import annotations
 import gzip
 import importlib.util
 import json
-import os
-import shutil
 import sqlite3
 import stat
 from pathlib import Path

@@ -3,7 +3,12 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from nsdiag.model.names import short_names
+
+if TYPE_CHECKING:
+    from nsdiag.analysis.diagnosis import Diagnosis, Finding
 
 MISSING = "–"
 
@@ -122,3 +127,20 @@ def metric_label(name: str) -> str:
 def plotly_text(text: Any) -> str:
     """Escape a program-supplied string for plotly, which renders hover and tick text as HTML."""
     return html.escape(str(text), quote=False)
+
+
+def saving(finding: Finding, total_ns: float) -> str:
+    """The GPU time a finding's fix would save: its own estimate, else its share of the total."""
+    return time_ns(finding.saved_ns if finding.saved_ns is not None else finding.impact * total_ns)
+
+
+def display_names(diagnosis: Diagnosis) -> dict[str, str]:
+    """Signature name -> short display name (shortened from the demangled name where there is one)."""
+    full = {k.name: k.demangled or k.name for k in diagnosis.kernels}
+    for f in diagnosis.program_findings:
+        chain = f.details.get("chain") if isinstance(f.details, dict) else None
+        for name in [f.kernel, *(chain if isinstance(chain, list) else [])]:
+            if name:
+                full.setdefault(str(name), str(name))
+    shorts = short_names(full.values())
+    return {name: shorts[text] for name, text in full.items()}

@@ -16,7 +16,6 @@ from nsdiag import __version__
 from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
 from nsdiag.model.session import Session
 from nsdiag.render import RenderOptions, charts, fmt
-from nsdiag.model.names import short_names
 from nsdiag.resources import templates_dir
 
 TEMPLATE = "report.html.j2"
@@ -62,17 +61,12 @@ def _evidence(finding: Finding) -> list[dict[str, str]]:
             for e in finding.evidence]
 
 
-def _saving(finding: Finding, total_ns: float) -> str:
-    saved = finding.saved_ns if finding.saved_ns is not None else finding.impact * total_ns
-    return fmt.time_ns(saved)
-
-
 def _finding(finding: Finding, total_ns: float, names: dict[str, str]) -> dict[str, Any]:
     chain = finding.details.get("chain") if isinstance(finding.details, dict) else None
     return {
         "rule": finding.rule, "cause": finding.cause, "title": finding.title, "message": finding.message,
         "fix": finding.fix, "impact": fmt.share(finding.impact), "recoverable": fmt.share(finding.recoverable),
-        "saving": _saving(finding, total_ns), "basis": finding.impact_basis, "evidence": _evidence(finding),
+        "saving": fmt.saving(finding, total_ns), "basis": finding.impact_basis, "evidence": _evidence(finding),
         "range": finding.range, "kernel": names.get(finding.kernel, finding.kernel) if finding.kernel else None,
         "kernel_full": finding.kernel,
         "chain": [{"short": names.get(str(n), str(n)), "full": str(n)} for n in chain]
@@ -194,21 +188,9 @@ def _timeline(session: Session | None, options: RenderOptions) -> dict[str, Any]
             "busy_share": fmt.share(busy / span if span else None)}
 
 
-def display_names(diagnosis: Diagnosis) -> dict[str, str]:
-    """Signature name -> short display name (shortened from the demangled name where there is one)."""
-    full = {k.name: k.demangled or k.name for k in diagnosis.kernels}
-    for f in diagnosis.program_findings:
-        chain = f.details.get("chain") if isinstance(f.details, dict) else None
-        for name in [f.kernel, *(chain if isinstance(chain, list) else [])]:
-            if name:
-                full.setdefault(str(name), str(name))
-    shorts = short_names(full.values())
-    return {name: shorts[text] for name, text in full.items()}
-
-
 def context(diagnosis: Diagnosis, session: Session | None, options: RenderOptions) -> dict[str, Any]:
     """Everything the template shows, as display-ready values."""
-    names = display_names(diagnosis)
+    names = fmt.display_names(diagnosis)
     total = diagnosis.total_gpu_time_ns
     carded = diagnosis.kernels[:max(options.cards, 0)]
     carded_ids = {k.id for k in carded}

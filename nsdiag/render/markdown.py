@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import re
 
-from nsdiag.analysis.diagnosis import Diagnosis, Finding
+from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.render import RenderOptions, fmt
-from nsdiag.model.names import short_names
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#])")
 
@@ -21,19 +20,6 @@ def escape(text: object) -> str:
     return " ".join(value.split())     # newlines would end a table row
 
 
-def _names(diagnosis: Diagnosis) -> dict[str, str]:
-    full = {k.name: k.demangled or k.name for k in diagnosis.kernels}
-    for f in diagnosis.program_findings:
-        if f.kernel:
-            full.setdefault(f.kernel, f.kernel)
-    shorts = short_names(full.values())
-    return {name: shorts[text] for name, text in full.items()}
-
-
-def _saving(finding: Finding, total_ns: float) -> str:
-    return fmt.time_ns(finding.saved_ns if finding.saved_ns is not None else finding.impact * total_ns)
-
-
 def _top_findings(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[str]:
     pairs = diagnosis.top_findings(n)
     if not pairs:
@@ -42,7 +28,7 @@ def _top_findings(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[s
     for kernel, f in pairs:
         where = names.get(kernel.name, kernel.name) if kernel else (
             f"NVTX {f.range}" if f.range else names.get(f.kernel, f.kernel) if f.kernel else "program")
-        lines.append(f"| {escape(fmt.share(f.impact))} | {_saving(f, diagnosis.total_gpu_time_ns)} | {escape(where)} | "
+        lines.append(f"| {escape(fmt.share(f.impact))} | {fmt.saving(f, diagnosis.total_gpu_time_ns)} | {escape(where)} | "
                      f"**{escape(f.title)}** ({escape(f.rule)}) | {escape(f.fix)} |")
     return lines + [""]
 
@@ -68,14 +54,14 @@ def _program(diagnosis: Diagnosis) -> list[str]:
     for f in diagnosis.program_findings:
         where = f" in NVTX range {escape(f.range)}" if f.range else ""
         lines.append(f"- **{escape(f.title)}** ({escape(f.rule)}, {escape(fmt.share(f.impact))}, "
-                     f"saves {_saving(f, diagnosis.total_gpu_time_ns)}){where}: {escape(f.message)}")
+                     f"saves {fmt.saving(f, diagnosis.total_gpu_time_ns)}){where}: {escape(f.message)}")
         lines.append(f"  *Fix:* {escape(f.fix)}")
     return lines + [""]
 
 
 def render_markdown(diagnosis: Diagnosis, options: RenderOptions | None = None) -> str:
     options = options or RenderOptions()
-    names = _names(diagnosis)
+    names = fmt.display_names(diagnosis)
     device = diagnosis.device.get("name") or "unknown GPU"
     launches = sum(k.launches for k in diagnosis.kernels)
     lines = [f"## nsdiag: {escape(device)}", "",
