@@ -1,35 +1,23 @@
 """Command line: thin click glue. The only place that prints and turns errors into exit codes."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
-from typing import NoReturn
 
 import click
 
 from nsdiag import __version__
-from nsdiag.errors import NsdiagError
+from nsdiag.cli_errors import CONTEXT, errors_as_one_line
 
 INPUT_HELP = "session folder, .ncu-rep, ncu CSV export (raw or details page); several may be given"
 
 
-def _fail(error: NsdiagError) -> NoReturn:
-    click.echo(f"nsdiag: error: {error}", err=True)
-    sys.exit(error.exit_code)
-
-
 class _Group(click.Group):
     def invoke(self, ctx: click.Context):  # one clear line, never a traceback
-        try:
+        with errors_as_one_line():
             return super().invoke(ctx)
-        except NsdiagError as error:
-            _fail(error)
-        except KeyboardInterrupt:
-            click.echo("nsdiag: interrupted", err=True)
-            sys.exit(130)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, context_settings=CONTEXT)
 @click.version_option(__version__, prog_name="nsdiag")
 def main() -> None:
     """Why is my CUDA kernel slow, and what do I change?"""

@@ -1,37 +1,18 @@
 """`nsdiag profile` and `nsdiag doctor`: thin click glue over nsdiag.collect (registered on the
-main group with `main.add_command(...)`). Errors become one line and an exit code here."""
+main group with `main.add_command(...)`). Errors become one line and an exit code (cli_errors)."""
 from __future__ import annotations
 
-import functools
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from nsdiag.errors import NsdiagError
-
-CONTEXT = {"help_option_names": ["-h", "--help"]}
-
-
-def _one_line_errors(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Errors as one line on stderr and the error's exit code, never a traceback."""
-    @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return command(*args, **kwargs)
-        except NsdiagError as error:
-            click.echo(f"nsdiag: error: {error}", err=True)
-            sys.exit(error.exit_code)
-        except KeyboardInterrupt:
-            click.echo("nsdiag: interrupted", err=True)
-            sys.exit(130)
-    return wrapper
-
+from nsdiag.cli_errors import CONTEXT, one_line_errors
 
 class RichProgress:
     """nsdiag.collect.profile.Progress on a rich progress bar; program output scrolls above it."""
@@ -91,7 +72,7 @@ class RichProgress:
               help="what the targeted runs collect: the metrics nsdiag's rules read (fastest), the ncu sections "
                    "holding them (adds ncu's own hints for each, ~4x slower), or ncu's full set")
 @click.option("--dry-run", is_flag=True, help="print the commands that would run, and exit")
-@_one_line_errors
+@one_line_errors
 def profile(program: tuple[str, ...], output: Path | None, ncu: str | None, nsys: str | None, full: bool,
             coverage: float, max_kernels: int, kernel: str | None, nvtx: str | None,
             profile_from_start: str | None, sections: str, dry_run: bool) -> None:
@@ -162,7 +143,7 @@ def _summary(console: Console, result: Any) -> None:
 @click.command("doctor", context_settings=CONTEXT)
 @click.option("--ncu", "ncu", metavar="PATH", help="check this ncu instead of searching")
 @click.option("--nsys", "nsys", metavar="PATH", help="check this nsys instead of searching")
-@_one_line_errors
+@one_line_errors
 def doctor(ncu: str | None, nsys: str | None) -> None:
     """Check that this machine can profile: GPU and driver, ncu and nsys, counter access, packages."""
     from nsdiag.collect.doctor import healthy, run_checks

@@ -1,0 +1,36 @@
+"""What every nsdiag command shares on the command line: one line and an exit code for an
+error or Ctrl-C, never a traceback, and `-h` for help. Its own module because cli.py imports
+cli_profile.py, which needs the same."""
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+from typing import Any, Callable, Iterator
+
+import click
+
+from nsdiag.errors import NsdiagError
+
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+
+
+@contextlib.contextmanager
+def errors_as_one_line() -> Iterator[None]:
+    try:
+        yield
+    except NsdiagError as error:
+        click.echo(f"nsdiag: error: {error}", err=True)
+        sys.exit(error.exit_code)
+    except KeyboardInterrupt:
+        click.echo("nsdiag: interrupted", err=True)
+        sys.exit(130)
+
+
+def one_line_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`errors_as_one_line` around a command that also runs outside the main group (tests)."""
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with errors_as_one_line():
+            return command(*args, **kwargs)
+    return wrapper
