@@ -167,32 +167,30 @@ class _Run:
     def export(self, reports: Sequence[Path]) -> None:
         """The raw and details pages of every report as CSV. The exports run side by side: each is
         an ncu process reading one report on the CPU, a few seconds each, independent of the others."""
-        jobs = [(report, page, argv) for report in reports
+        jobs = [(report, page, argv, _csv_for(report, page)) for report in reports
                 for page, argv in (("raw", cmd.ncu_export_raw(self.ncu.path, report)),
                                    ("details", cmd.ncu_export_details(self.ncu.path, report)))]
         if not jobs:
             return
 
-        def target(report: Path, page: str) -> Path:
-            return report.with_name(f"{report.name[: -len('.ncu-rep')]}.{page}.csv")
-
-        def one(job: tuple[Path, str, list[str]]) -> runner.RunResult:
-            report, page, argv = job
-            return runner.run(argv, self.sd.log(f"export-{target(report, page).stem.replace('.', '-')}"), env=self.env,
-                              stdout_to=target(report, page), timeout_s=600)
+        def step(out: Path) -> str:
+            return f"export-{out.stem.replace('.', '-')}"
 
         with ThreadPoolExecutor(max_workers=min(len(jobs), 4)) as pool:
-            results = list(pool.map(one, jobs))
+            results = list(pool.map(lambda job: self._export(step(job[3]), job[2], job[3]), jobs))
         written: dict[Path, dict[str, Path | None]] = {}
-        for (report, page, _), result in zip(jobs, results):
-            out = target(report, page)
-            self.status.step(f"export-{out.stem.replace('.', '-')}", result.ok, result.wall_s, result.log)
+        for (report, page, _, out), result in zip(jobs, results):     # steps recorded in job order
+            self.status.step(step(out), result.ok, result.wall_s, result.log)
             written.setdefault(report, {})[page] = out if result.ok and out.is_file() and out.stat().st_size else None
         for report, pages in written.items():
             if pages["raw"] is None:
                 self.status.lacks(f"the CSV export of {report.name}")
             else:
                 self.exported.append((pages["raw"], pages["details"]))
+
+    def _export(self, name: str, argv: Sequence[str], target: Path) -> runner.RunResult:
+        """One ncu export (a report page on standard output) into `target`, logged as `name`."""
+        return runner.run(argv, self.sd.log(name), env=self.env, stdout_to=target, timeout_s=600)
 
     # -- phase 1 ------------------------------------------------------------------------------
     def timeline(self, fallback: bool = True) -> tuple[pd.DataFrame | None, float]:
@@ -250,9 +248,8 @@ class _Run:
         if error:
             raise error
         report = out.with_name(out.name + ".ncu-rep")
-        target = report.with_name("durations.raw.csv")
-        exported = runner.run(cmd.ncu_export_raw(self.ncu.path, report), self.sd.log("1-durations-export"),
-                              env=self.env, stdout_to=target, timeout_s=600)
+        target = _csv_for(report, "raw")
+        exported = self._export("1-durations-export", cmd.ncu_export_raw(self.ncu.path, report), target)
         self.status.step("1-durations-export", exported.ok, exported.wall_s, exported.log)
         if not exported.ok:
             raise ProfilerError(f"could not export {report}", f"see {exported.log}")
@@ -353,7 +350,7 @@ class _Run:
     def finish(self, export: bool = True) -> Session | None:
         if export:
             self.export([report for report in self.reports
-                         if all(raw.name != report.name.replace(".ncu-rep", ".raw.csv") for raw, _ in self.exported)])
+                         if all(raw.name != _csv_for(report, "raw").name for raw, _ in self.exported)])
         meta = {"command": self.program, "profiled_at": datetime.now().isoformat(timespec="seconds"),
                 "tools": tools.describe([self.ncu, self.nsys]), "profile_mode": "full" if self.options.full else "targeted"}
         session = session_dir.assemble(self.exported, self.phase1_timeline, meta)
@@ -371,6 +368,11 @@ class _Run:
             self.status.lacks("tables (nothing was recorded)")
         self.status.save(self.sd)
         return session
+
+
+def _csv_for(report: Path, page: str) -> Path:
+    """Where a report's page is exported: `targeted-1.ncu-rep` -> `targeted-1.raw.csv`."""
+    return report.with_name(f"{report.name.removesuffix('.ncu-rep')}.{page}.csv")
 
 
 def _severe(result: runner.RunResult) -> bool:
