@@ -75,7 +75,7 @@ def _limiter_note(values: dict[str, float], limiter: str | None) -> str:
         value = values.get(MEMORY_UNITS[unit])
         return math.nan if value is None else float(value)
     chosen = MEMORY_ORDER.index(limiter)
-    for unit in MEMORY_ORDER[:chosen]:                      # farther units, just under the threshold
+    for unit in MEMORY_ORDER[:chosen]:               # farther units, just under the threshold
         if SATURATED_PCT - NEAR_PCT <= pct(unit) < SATURATED_PCT:
             return (f"limiter a close call: {unit.upper()} at {pct(unit):.0f}%, near the {SATURATED_PCT:.0f}% "
                     f"above which it, not {limiter.upper()} ({pct(limiter):.0f}%), is the limiter")
