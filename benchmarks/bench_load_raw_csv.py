@@ -6,6 +6,7 @@ then times both readers on the same file (median of --repeat runs) and prints th
 
     python benchmarks/bench_load_raw_csv.py [--launches 5000] [--repeat 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,7 @@ def build(target: Path, launches: int) -> None:
         out.write(header + "\n" + units + "\n")
         for i in range(launches):
             row = rows[i % len(rows)]
-            out.write(f'"{i}"' + row[row.index(","):] + "\n")   # a fresh ID per launch
+            out.write(f'"{i}"' + row[row.index(",") :] + "\n")  # a fresh ID per launch
 
 
 def timed(fn) -> float:
@@ -49,7 +50,9 @@ def main() -> None:
         size_mb = path.stat().st_size / 1e6
         session = nsdiag.load(path)
         assert len(session.kernels) == args.launches
-        baseline = statistics.median(timed(lambda: pd.read_csv(path, low_memory=False)) for _ in range(args.repeat))
+        baseline = statistics.median(
+            timed(lambda: pd.read_csv(path, low_memory=False)) for _ in range(args.repeat)
+        )
         ours = statistics.median(timed(lambda: nsdiag.load(path)) for _ in range(args.repeat))
     print(f"file: {args.launches} launches x {session.raw.shape[1]} metrics, {size_mb:.0f} MB")
     print(f"pandas.read_csv (baseline): {baseline:.2f} s")

@@ -19,6 +19,7 @@ Exports are not counted in T_full (they are in T_targeted), so the ratio is, if 
 The workload defaults to benchmarks/workloads/tiny_transformer.py; `--workload reference` is the
 bundled reference kernels.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,30 +27,39 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nsdiag.analysis.engine import diagnose  # noqa: E402
-from nsdiag.collect import argv as cmd  # noqa: E402
-from nsdiag.collect import runner, session_dir, tools  # noqa: E402
-from nsdiag.collect.plan import normalized  # noqa: E402
-from nsdiag.collect.profile import NullProgress, ProfileOptions, child_env, profile, resolve_program  # noqa: E402
+from nsdiag.analysis.engine import diagnose
+from nsdiag.collect import argv as cmd
+from nsdiag.collect import runner, session_dir, tools
+from nsdiag.collect.plan import normalized
+from nsdiag.collect.profile import NullProgress, ProfileOptions, child_env, profile, resolve_program
 
-WORKLOADS = {"tiny_transformer": Path(__file__).resolve().parent / "workloads" / "tiny_transformer.py"}
+WORKLOADS = {
+    "tiny_transformer": Path(__file__).resolve().parent / "workloads" / "tiny_transformer.py"
+}
 
 
 class Printer(NullProgress):
     def phase(self, title: str, total: int | None) -> None:
-        print(f"  [{time.strftime('%H:%M:%S')}] {title}" + (f" ({total} launches planned)" if total else ""), flush=True)
+        print(
+            f"  [{time.strftime('%H:%M:%S')}] {title}"
+            + (f" ({total} launches planned)" if total else ""),
+            flush=True,
+        )
 
     def note(self, text: str) -> None:
         print(f"  note: {text}", flush=True)
 
 
 def program_args(args: argparse.Namespace) -> list[str]:
-    return [] if args.workload == "reference" else [str(WORKLOADS[args.workload]), *args.workload_args]
+    return (
+        [] if args.workload == "reference" else [str(WORKLOADS[args.workload]), *args.workload_args]
+    )
 
 
 def write(out: Path, name: str, figures: dict[str, Any]) -> None:
@@ -67,17 +77,42 @@ def stage_targeted(args: argparse.Namespace) -> int:
     t_plain = time.monotonic() - start
     print(f"2. nsdiag profile (targeted, sections: {args.sections})", flush=True)
     start = time.monotonic()
-    result = profile(argv, ProfileOptions(output=args.out / args.name, ncu=args.ncu, nsys=args.nsys, coverage=args.coverage,
-                                          profile_from_start=False, sections=args.sections), Printer())
+    result = profile(
+        argv,
+        ProfileOptions(
+            output=args.out / args.name,
+            ncu=args.ncu,
+            nsys=args.nsys,
+            coverage=args.coverage,
+            profile_from_start=False,
+            sections=args.sections,
+        ),
+        Printer(),
+    )
     t_targeted = time.monotonic() - start
     plan = result.plan
     assert plan is not None
-    write(args.out, f"{args.name}.json", {
-        "workload": args.workload, "program": program, "plain_s": t_plain, "targeted_s": t_targeted,
-        "sections": args.sections, "steps_s": {k: round(v, 2) for k, v in result.timings.items()},
-        "launches": plan.total_launches, "signatures_chosen": len(plan.signatures), "name_base": plan.name_base,
-        "planned_share": plan.planned_share, "runs": len(plan.rounds), "planned_launches": plan.launches,
-        "profiled": result.profiled, "missing": list(result.missing), "session": str(result.session_dir)})
+    write(
+        args.out,
+        f"{args.name}.json",
+        {
+            "workload": args.workload,
+            "program": program,
+            "plain_s": t_plain,
+            "targeted_s": t_targeted,
+            "sections": args.sections,
+            "steps_s": {k: round(v, 2) for k, v in result.timings.items()},
+            "launches": plan.total_launches,
+            "signatures_chosen": len(plan.signatures),
+            "name_base": plan.name_base,
+            "planned_share": plan.planned_share,
+            "runs": len(plan.rounds),
+            "planned_launches": plan.launches,
+            "profiled": result.profiled,
+            "missing": list(result.missing),
+            "session": str(result.session_dir),
+        },
+    )
     return 0
 
 
@@ -87,19 +122,39 @@ def stage_full(args: argparse.Namespace) -> int:
     name = f"full-{args.skip:04d}"
     report = args.out / name
     argv = cmd.ncu_full(ncu.path, report, program, profile_from_start=False)
-    window = ["--launch-skip", str(args.skip)] + (["--launch-count", str(args.count)] if args.count else [])
+    window = ["--launch-skip", str(args.skip)] + (
+        ["--launch-count", str(args.count)] if args.count else []
+    )
     argv = argv[:1] + window + argv[1:]
-    print(f"full set on launches {args.skip}..{args.skip + args.count - 1 if args.count else 'end'}", flush=True)
+    print(
+        f"full set on launches {args.skip}..{args.skip + args.count - 1 if args.count else 'end'}",
+        flush=True,
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     run = runner.run(argv, args.out / f"{name}.log", env=child_env())
     error = runner.failure(run, "ncu --set full")
     rep = report.with_name(name + ".ncu-rep")
     raw = args.out / f"{name}.raw.csv"
-    exported = runner.run(cmd.ncu_export_raw(ncu.path, rep), args.out / f"{name}-export.log", stdout_to=raw) \
-        if rep.is_file() else None
-    write(args.out, f"{name}.json", {"skip": args.skip, "count": args.count, "wall_s": run.wall_s, "profiled": run.profiled,
-                                     "returncode": run.returncode, "error": str(error) if error else None,
-                                     "raw_csv": raw.name if exported is not None and exported.ok else None})
+    exported = (
+        runner.run(
+            cmd.ncu_export_raw(ncu.path, rep), args.out / f"{name}-export.log", stdout_to=raw
+        )
+        if rep.is_file()
+        else None
+    )
+    write(
+        args.out,
+        f"{name}.json",
+        {
+            "skip": args.skip,
+            "count": args.count,
+            "wall_s": run.wall_s,
+            "profiled": run.profiled,
+            "returncode": run.returncode,
+            "error": str(error) if error else None,
+            "raw_csv": raw.name if exported is not None and exported.ok else None,
+        },
+    )
     return 0 if error is None else 1
 
 
@@ -108,8 +163,10 @@ def verdicts(session: Any) -> dict[tuple[str, str, str], tuple[str, str, bool]]:
     spells namespaces differently from run to run (`at::<unnamed>::f` in one, `native::<unnamed>::f`
     in another)."""
     diagnosis = diagnose(session)
-    return {(normalized(k.name), str(k.grid), str(k.block)): (k.bound, str(k.limiter), k.close_call)
-            for k in diagnosis.kernels}
+    return {
+        (normalized(k.name), str(k.grid), str(k.block)): (k.bound, str(k.limiter), k.close_call)
+        for k in diagnosis.kernels
+    }
 
 
 def planned_keys(session_path: Path) -> set[tuple[str, str, str]]:
@@ -117,7 +174,9 @@ def planned_keys(session_path: Path) -> set[tuple[str, str, str]]:
     the same kernels ncu profiled on the way."""
     status = session_path / "status.json"
     plan = (json.loads(status.read_text()).get("plan") or {}) if status.exists() else {}
-    return {(normalized(s["name"]), str(s["grid"]), str(s["block"])) for s in plan.get("signatures", [])}
+    return {
+        (normalized(s["name"]), str(s["grid"]), str(s["block"])) for s in plan.get("signatures", [])
+    }
 
 
 def _existing(path: Path) -> Path:
@@ -129,7 +188,9 @@ def _existing(path: Path) -> Path:
 def stage_summary(args: argparse.Namespace) -> int:
     targeted = json.loads((args.out / f"{args.name}.json").read_text())
     full_dir = args.full_from or args.out
-    slices = sorted((json.loads(p.read_text()) for p in full_dir.glob("full-*.json")), key=lambda s: s["skip"])
+    slices = sorted(
+        (json.loads(p.read_text()) for p in full_dir.glob("full-*.json")), key=lambda s: s["skip"]
+    )
     if not slices:
         raise SystemExit(f"bench_profile: no full-*.json in {full_dir}: run the `full` stage first")
     t_plain, t_targeted = targeted["plain_s"], targeted["targeted_s"]
@@ -137,38 +198,84 @@ def stage_summary(args: argparse.Namespace) -> int:
     session_path = Path(args.session) if args.session else args.out / args.name
     from nsdiag import load
     from nsdiag.readers.merge import merge_sessions
+
     mine = verdicts(load(session_path))
-    full_sessions = [session_dir.load_ncu_report(_existing(full_dir / s["raw_csv"]), None) for s in slices if s.get("raw_csv")]
-    full_launches = sum(len(f.kernels) for f in full_sessions)   # the exports, not the progress lines
-    theirs = verdicts(full_sessions[0] if len(full_sessions) == 1 else merge_sessions(full_sessions))
+    full_sessions = [
+        session_dir.load_ncu_report(_existing(full_dir / s["raw_csv"]), None)
+        for s in slices
+        if s.get("raw_csv")
+    ]
+    full_launches = sum(
+        len(f.kernels) for f in full_sessions
+    )  # the exports, not the progress lines
+    theirs = verdicts(
+        full_sessions[0] if len(full_sessions) == 1 else merge_sessions(full_sessions)
+    )
     chosen = planned_keys(session_path)
-    rows = [{"kernel": key[0], "grid": key[1], "block": key[2], "targeted": "/".join(v[:2]), "full": "/".join(theirs[key][:2]),
-             "agree": v[:2] == theirs[key][:2], "bound_agrees": v[0] == theirs[key][0], "planned": key in chosen,
-             "close_call": {"targeted": v[2], "full": theirs[key][2]}} for key, v in mine.items() if key in theirs]
+    rows = [
+        {
+            "kernel": key[0],
+            "grid": key[1],
+            "block": key[2],
+            "targeted": "/".join(v[:2]),
+            "full": "/".join(theirs[key][:2]),
+            "agree": v[:2] == theirs[key][:2],
+            "bound_agrees": v[0] == theirs[key][0],
+            "planned": key in chosen,
+            "close_call": {"targeted": v[2], "full": theirs[key][2]},
+        }
+        for key, v in mine.items()
+        if key in theirs
+    ]
     planned_rows = [r for r in rows if r["planned"]]
-    figures = {**targeted, "full_slices": slices, "full_s": t_full, "full_launches": full_launches,
-               "full_s_per_launch": (t_full - t_plain) / max(full_launches, 1), "ratio": t_full / t_targeted,
-               "compared": len(rows), "agree": sum(r["agree"] for r in rows), "targeted_signatures": len(mine),
-               "bound_agree": sum(r["bound_agrees"] for r in rows),
-               "planned_compared": len(planned_rows), "planned_agree": sum(r["agree"] for r in planned_rows),
-               "differences": [r for r in rows if not r["agree"]]}
-    print(f"workload {targeted['workload']}: {targeted['launches']} kernel launches in the profiled step")
-    print(f"plan: {targeted['signatures_chosen']} signatures chosen, {targeted['planned_launches']} launches planned "
-          f"({targeted['planned_share']:.1%} of GPU time), {targeted['runs']} ncu run(s), {targeted['profiled']} profiled")
+    figures = {
+        **targeted,
+        "full_slices": slices,
+        "full_s": t_full,
+        "full_launches": full_launches,
+        "full_s_per_launch": (t_full - t_plain) / max(full_launches, 1),
+        "ratio": t_full / t_targeted,
+        "compared": len(rows),
+        "agree": sum(r["agree"] for r in rows),
+        "targeted_signatures": len(mine),
+        "bound_agree": sum(r["bound_agrees"] for r in rows),
+        "planned_compared": len(planned_rows),
+        "planned_agree": sum(r["agree"] for r in planned_rows),
+        "differences": [r for r in rows if not r["agree"]],
+    }
+    print(
+        f"workload {targeted['workload']}: {targeted['launches']} kernel launches in the profiled step"
+    )
+    print(
+        f"plan: {targeted['signatures_chosen']} signatures chosen, {targeted['planned_launches']} launches planned "
+        f"({targeted['planned_share']:.1%} of GPU time), {targeted['runs']} ncu run(s), {targeted['profiled']} profiled"
+    )
     print(f"plain run                       {t_plain:8.1f} s")
     print(f"nsdiag profile (targeted)       {t_targeted:8.1f} s   steps: {targeted['steps_s']}")
-    print(f"ncu --set full, every launch    {t_full:8.1f} s   ({full_launches} launches in {len(slices)} slice(s), "
-          f"{figures['full_s_per_launch']:.2f} s per launch)")
+    print(
+        f"ncu --set full, every launch    {t_full:8.1f} s   ({full_launches} launches in {len(slices)} slice(s), "
+        f"{figures['full_s_per_launch']:.2f} s per launch)"
+    )
     print(f"ratio full / targeted           {figures['ratio']:8.1f} x")
-    print(f"verdicts (bound/limiter) agree for {figures['agree']} of {figures['compared']} signatures compared "
-          f"({figures['targeted_signatures']} in the targeted session)")
-    print(f"  of the {figures['planned_compared']} signatures the plan chose for coverage: {figures['planned_agree']} agree; "
-          f"bound alone agrees for {figures['bound_agree']} of {figures['compared']}")
+    print(
+        f"verdicts (bound/limiter) agree for {figures['agree']} of {figures['compared']} signatures compared "
+        f"({figures['targeted_signatures']} in the targeted session)"
+    )
+    print(
+        f"  of the {figures['planned_compared']} signatures the plan chose for coverage: {figures['planned_agree']} agree; "
+        f"bound alone agrees for {figures['bound_agree']} of {figures['compared']}"
+    )
     for d in figures["differences"]:
         flagged = [side for side, close in d["close_call"].items() if close]
-        print(f"  differs{' (planned)' if d['planned'] else ''}: {d['kernel'][:90]} {d['grid']} {d['block']}: "
-              f"targeted {d['targeted']}, full {d['full']}; "
-              + (f"called a close call by {' and '.join(flagged)}" if flagged else "not called a close call"))
+        print(
+            f"  differs{' (planned)' if d['planned'] else ''}: {d['kernel'][:90]} {d['grid']} {d['block']}: "
+            f"targeted {d['targeted']}, full {d['full']}; "
+            + (
+                f"called a close call by {' and '.join(flagged)}"
+                if flagged
+                else "not called a close call"
+            )
+        )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1, default=str))
     return 0
@@ -185,14 +292,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--sections", choices=cmd.SECTION_SETS, default="rules")
     p.add_argument("--skip", type=int, default=0), p.add_argument("--count", type=int, default=0)
     p.add_argument("--session", help="summary: the targeted session folder (default OUT/NAME)")
-    p.add_argument("--full-from", type=Path, help="summary: the full-set slices' folder (default OUT; the recorded "
-                   "ones are in tests/data/profile)")
+    p.add_argument(
+        "--full-from",
+        type=Path,
+        help="summary: the full-set slices' folder (default OUT; the recorded "
+        "ones are in tests/data/profile)",
+    )
     p.add_argument("--json", type=Path)
     argv = list(sys.argv[1:] if argv is None else argv)
     cut = argv.index("--") if "--" in argv else len(argv)
     args = p.parse_args(argv[:cut])
-    args.workload_args = argv[cut + 1:]
-    return {"targeted": stage_targeted, "full": stage_full, "summary": stage_summary}[args.stage](args)
+    args.workload_args = argv[cut + 1 :]
+    return {"targeted": stage_targeted, "full": stage_full, "summary": stage_summary}[args.stage](
+        args
+    )
 
 
 if __name__ == "__main__":

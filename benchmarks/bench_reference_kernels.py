@@ -11,6 +11,7 @@ The pipeline section times stream_split and serial_pageable by host wall clock (
 return only when the result is on the host) and compares stream_split with the slowest
 of its stages measured alone: max(H2D, D2H, compute); a ratio near 1 means full overlap.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -85,8 +86,12 @@ def copy_ceiling(ext: Any, iters: int, mib: int) -> dict[str, float]:
     nbytes = 2 * src.numel() * 4  # read + write
     memcpy = gbps(nbytes, time_cuda(lambda: dst.copy_(src), iters))
     kernel = gbps(nbytes, time_cuda(lambda: ext.copy_float4(src, dst), iters))
-    return {"buffer_mib": mib, "memcpy_d2d_gbps": memcpy, "float4_copy_gbps": kernel,
-            "ceiling_gbps": max(memcpy, kernel)}
+    return {
+        "buffer_mib": mib,
+        "memcpy_d2d_gbps": memcpy,
+        "float4_copy_gbps": kernel,
+        "ceiling_gbps": max(memcpy, kernel),
+    }
 
 
 def bench_device(shape: Sequence[int], iters: int, ceiling: float) -> dict[str, dict[str, float]]:
@@ -117,17 +122,26 @@ def bench_pipeline(shape: Sequence[int], iters: int, chunks: int, ext: Any) -> d
     split = time_host(lambda: stream_split(pinned_in, params, out=pinned_out, chunks=chunks), iters)
     serial = time_host(lambda: serial_pageable(pageable_in, params, out=pageable_out), iters)
     bound = max(h2d, d2h, compute)
-    return {"chunks": chunks, "bytes_each_way": x.numel() * 4, "h2d_pinned_ms": h2d,
-            "d2h_pinned_ms": d2h, "compute_float4_ms": compute, "stream_split_ms": split,
-            "serial_pageable_ms": serial, "bound_ms": bound, "split_over_bound": split / bound,
-            "split_speedup_vs_serial": serial / split}
+    return {
+        "chunks": chunks,
+        "bytes_each_way": x.numel() * 4,
+        "h2d_pinned_ms": h2d,
+        "d2h_pinned_ms": d2h,
+        "compute_float4_ms": compute,
+        "stream_split_ms": split,
+        "serial_pageable_ms": serial,
+        "bound_ms": bound,
+        "split_over_bound": split / bound,
+        "split_speedup_vs_serial": serial / split,
+    }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shape", nargs=3, type=int, default=[64, 512, 512], metavar=("N", "H", "W"))
-    p.add_argument("--pipeline-shape", nargs=3, type=int, default=[16, 512, 512],
-                   metavar=("N", "H", "W"))
+    p.add_argument(
+        "--pipeline-shape", nargs=3, type=int, default=[16, 512, 512], metavar=("N", "H", "W")
+    )
     p.add_argument("--iters", type=int, default=20, help="timed calls per measurement (median)")
     p.add_argument("--chunks", type=int, default=DEFAULT_CHUNKS)
     p.add_argument("--copy-mib", type=int, default=256, help="copy-ceiling buffer size (MiB)")
@@ -141,39 +155,60 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
     ext = load_extension()
-    report: dict[str, Any] = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                              "shape": list(args.shape), "iters": args.iters, "warmup": WARMUP}
+    report: dict[str, Any] = {
+        "device": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "shape": list(args.shape),
+        "iters": args.iters,
+        "warmup": WARMUP,
+    }
     ceiling = copy_ceiling(ext, args.iters, args.copy_mib)
     report["copy_ceiling"] = ceiling
-    print(f"device: {report['device']}  torch {report['torch']}  "
-          f"median of {args.iters} after {WARMUP} warm-up")
-    print(f"copy ceiling ({args.copy_mib} MiB, read+write): "
-          f"memcpy D2D {ceiling['memcpy_d2d_gbps']:.0f} GB/s, "
-          f"float4 copy kernel {ceiling['float4_copy_gbps']:.0f} GB/s "
-          f"-> {ceiling['ceiling_gbps']:.0f} GB/s")
+    print(
+        f"device: {report['device']}  torch {report['torch']}  "
+        f"median of {args.iters} after {WARMUP} warm-up"
+    )
+    print(
+        f"copy ceiling ({args.copy_mib} MiB, read+write): "
+        f"memcpy D2D {ceiling['memcpy_d2d_gbps']:.0f} GB/s, "
+        f"float4 copy kernel {ceiling['float4_copy_gbps']:.0f} GB/s "
+        f"-> {ceiling['ceiling_gbps']:.0f} GB/s"
+    )
 
     device = bench_device(args.shape, args.iters, ceiling["ceiling_gbps"])
     report["variants"] = device
     n, h, w = args.shape
-    print(f"\nshape {n}x{h}x{w}x3 fp32, minimum traffic (in + out) {2 * n * h * w * 12 / 1e6:.1f} MB")
+    print(
+        f"\nshape {n}x{h}x{w}x3 fp32, minimum traffic (in + out) {2 * n * h * w * 12 / 1e6:.1f} MB"
+    )
     print(f"{'variant':12s} {'ms':>9s} {'GB/s':>8s} {'% ceiling':>10s} {'vs naive':>9s}")
     for name, r in device.items():
-        print(f"{name:12s} {r['ms']:9.4f} {r['gbps']:8.0f} {r['pct_ceiling']:9.1f}% "
-              f"{r['speedup_vs_naive']:8.2f}x")
+        print(
+            f"{name:12s} {r['ms']:9.4f} {r['gbps']:8.0f} {r['pct_ceiling']:9.1f}% "
+            f"{r['speedup_vs_naive']:8.2f}x"
+        )
 
     if not args.no_pipeline:
         pipe = bench_pipeline(args.pipeline_shape, args.iters, args.chunks, ext)
         report["pipeline"] = {"shape": list(args.pipeline_shape), **pipe}
         mb = pipe["bytes_each_way"] / 1e6
-        print(f"\npipeline {'x'.join(map(str, args.pipeline_shape))}x3 fp32 ({mb:.1f} MB each way), "
-              f"{args.chunks} chunks")
-        rows = [("H2D pinned only", pipe["h2d_pinned_ms"]), ("D2H pinned only", pipe["d2h_pinned_ms"]),
-                ("compute only", pipe["compute_float4_ms"]), ("stream_split", pipe["stream_split_ms"]),
-                ("serial_pageable", pipe["serial_pageable_ms"])]
+        print(
+            f"\npipeline {'x'.join(map(str, args.pipeline_shape))}x3 fp32 ({mb:.1f} MB each way), "
+            f"{args.chunks} chunks"
+        )
+        rows = [
+            ("H2D pinned only", pipe["h2d_pinned_ms"]),
+            ("D2H pinned only", pipe["d2h_pinned_ms"]),
+            ("compute only", pipe["compute_float4_ms"]),
+            ("stream_split", pipe["stream_split_ms"]),
+            ("serial_pageable", pipe["serial_pageable_ms"]),
+        ]
         for label, ms in rows:
             print(f"{label:16s} {ms:9.3f} ms")
-        print(f"stream_split / max(H2D, D2H, compute) = {pipe['split_over_bound']:.2f} "
-              "(1.0 = perfect overlap)")
+        print(
+            f"stream_split / max(H2D, D2H, compute) = {pipe['split_over_bound']:.2f} "
+            "(1.0 = perfect overlap)"
+        )
         print(f"stream_split speedup over serial_pageable = {pipe['split_speedup_vs_serial']:.2f}x")
 
     if args.json:

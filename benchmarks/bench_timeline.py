@@ -9,6 +9,7 @@ Prints the time to read it into a Session and to run the diagnosis, and both as 
 baseline measured in the same run: pandas.read_sql of the whole kernel table (what any tool
 must at least pay to get the rows into Python).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,10 +25,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from nsdiag.analysis.engine import diagnose  # noqa: E402
-from nsdiag.readers import nsys_sqlite  # noqa: E402
+from nsdiag.analysis.engine import diagnose
+from nsdiag.readers import nsys_sqlite
 
-GLOBAL_TID = (1 << 24 | 4242) << 24 | 4242          # pid 4242, main thread
+GLOBAL_TID = (1 << 24 | 4242) << 24 | 4242  # pid 4242, main thread
 GLOBAL_PID = (1 << 24 | 4242) << 24
 SCHEMA = """
 CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
@@ -52,22 +53,58 @@ def generate(path: Path, n_kernels: int, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     con = sqlite3.connect(path)
     con.executescript(SCHEMA)
-    con.executemany("INSERT INTO StringIds VALUES (?, ?)", list(enumerate(
-        ["tiny_add(float*)", "tiny_add", "big_gemm(float*, float*)", "big_gemm", "cudaLaunchKernel_v7000",
-         "cudaStreamSynchronize_v3020", "cudaMemcpyAsync_v3020", "step", "burst"])))
+    con.executemany(
+        "INSERT INTO StringIds VALUES (?, ?)",
+        list(
+            enumerate(
+                [
+                    "tiny_add(float*)",
+                    "tiny_add",
+                    "big_gemm(float*, float*)",
+                    "big_gemm",
+                    "cudaLaunchKernel_v7000",
+                    "cudaStreamSynchronize_v3020",
+                    "cudaMemcpyAsync_v3020",
+                    "step",
+                    "burst",
+                ]
+            )
+        ),
+    )
     long = rng.random(n_kernels) < 0.01
-    duration = np.where(long, rng.integers(50_000, 200_000, n_kernels), rng.integers(1_000, 2_000, n_kernels))
+    duration = np.where(
+        long, rng.integers(50_000, 200_000, n_kernels), rng.integers(1_000, 2_000, n_kernels)
+    )
     gap = np.where(long, 2_000, rng.integers(5_000, 15_000, n_kernels))
     start = 1_000_000 + np.cumsum(gap + duration) - duration
-    start += (np.arange(n_kernels) * 100 // n_kernels) * 2_000_000    # 2 ms between steps for the copy
+    start += (
+        np.arange(n_kernels) * 100 // n_kernels
+    ) * 2_000_000  # 2 ms between steps for the copy
     corr = np.arange(1, n_kernels + 1)
     stream = np.where(long, 14, 7)
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,0,1,?,?,?,?,?,?,1,1,256,1,1)", zip(
-        start.tolist(), (start + duration).tolist(), stream.tolist(), corr.tolist(), [GLOBAL_PID] * n_kernels,
-        np.where(long, 2, 0).tolist(), np.where(long, 3, 1).tolist(), np.where(long, 1024, 4).tolist()))
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,0,1,?,?,?,?,?,?,1,1,256,1,1)",
+        zip(
+            start.tolist(),
+            (start + duration).tolist(),
+            stream.tolist(),
+            corr.tolist(),
+            [GLOBAL_PID] * n_kernels,
+            np.where(long, 2, 0).tolist(),
+            np.where(long, 3, 1).tolist(),
+            np.where(long, 1024, 4).tolist(),
+        ),
+    )
     api_start = start - 8_000
-    con.executemany("INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,0,?,?,4,0)", zip(
-        api_start.tolist(), (api_start + 5_000).tolist(), [GLOBAL_TID] * n_kernels, corr.tolist()))
+    con.executemany(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,0,?,?,4,0)",
+        zip(
+            api_start.tolist(),
+            (api_start + 5_000).tolist(),
+            [GLOBAL_TID] * n_kernels,
+            corr.tolist(),
+        ),
+    )
     steps = np.array_split(np.arange(n_kernels), 100)
     _steps(con, steps, start, duration, n_kernels)
     con.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, 'Synthetic GPU', 132, 9, 0)")
@@ -75,7 +112,13 @@ def generate(path: Path, n_kernels: int, seed: int = 0) -> None:
     con.close()
 
 
-def _steps(con: sqlite3.Connection, steps: list[np.ndarray], start: np.ndarray, duration: np.ndarray, n: int) -> None:
+def _steps(
+    con: sqlite3.Connection,
+    steps: list[np.ndarray],
+    start: np.ndarray,
+    duration: np.ndarray,
+    n: int,
+) -> None:
     """Per step: an NVTX range 'step' with ten nested 'burst' ranges over its kernels, then a
     copy (pageable H2D or pinned D2H) and a blocking sync in the 2 ms after them."""
     nvtx, copies, calls = [], [], []
@@ -84,10 +127,34 @@ def _steps(con: sqlite3.Connection, steps: list[np.ndarray], start: np.ndarray, 
         t0, last = int(start[rows[0]]) - 20_000, int(start[rows[-1]] + duration[rows[-1]])
         nvtx.append((t0, last + 1_500_000, 59, None, GLOBAL_TID, 7, 0))
         for chunk in np.array_split(rows, 10):
-            nvtx.append((int(start[chunk[0]]) - 10_000, int(start[chunk[-1]]) + 1, 59, None, GLOBAL_TID, 8, 0))
+            nvtx.append(
+                (
+                    int(start[chunk[0]]) - 10_000,
+                    int(start[chunk[-1]]) + 1,
+                    59,
+                    None,
+                    GLOBAL_TID,
+                    8,
+                    0,
+                )
+            )
         # 8 MiB: alternately a pageable H2D in 1.2 ms and a pinned D2H in 0.4 ms (the reference).
         kind, src, dst, took = (1, 0, 2, 1_200_000) if i % 2 else (2, 2, 1, 400_000)
-        copies.append((last + 100_000, last + 100_000 + took, 0, 1, 7, corr, GLOBAL_PID, 8 << 20, kind, src, dst))
+        copies.append(
+            (
+                last + 100_000,
+                last + 100_000 + took,
+                0,
+                1,
+                7,
+                corr,
+                GLOBAL_PID,
+                8 << 20,
+                kind,
+                src,
+                dst,
+            )
+        )
         calls.append((last + 90_000, last + 95_000, 0, GLOBAL_TID, corr, 6, 0))
         calls.append((last + 96_000, last + 110_000 + took, 0, GLOBAL_TID, corr + 1, 5, 0))
         corr += 2
@@ -117,17 +184,34 @@ def main(argv: list[str] | None = None) -> int:
         con.close()
         session, t_read = timed(nsys_sqlite.read, path)
         diagnosis, t_diag = timed(diagnose, session)
-    figures = {"kernels": args.kernels, "timeline_rows": len(session.timeline), "api_calls": len(session.api_calls),
-               "nvtx_ranges": len(session.nvtx_ranges), "generate_s": t_gen, "baseline_read_sql_s": t_base,
-               "read_s": t_read, "diagnose_s": t_diag, "total_s": t_read + t_diag,
-               "read_ratio": t_read / t_base, "total_ratio": (t_read + t_diag) / t_base,
-               "findings": [(f.rule, f.range, round(f.impact, 4)) for f in diagnosis.program_findings]}
-    print(f"synthetic export: {args.kernels:,} kernels, {len(session.timeline):,} GPU activities, "
-          f"{len(session.api_calls):,} API calls, {len(session.nvtx_ranges):,} NVTX ranges (generated in {t_gen:.1f} s)")
+    figures = {
+        "kernels": args.kernels,
+        "timeline_rows": len(session.timeline),
+        "api_calls": len(session.api_calls),
+        "nvtx_ranges": len(session.nvtx_ranges),
+        "generate_s": t_gen,
+        "baseline_read_sql_s": t_base,
+        "read_s": t_read,
+        "diagnose_s": t_diag,
+        "total_s": t_read + t_diag,
+        "read_ratio": t_read / t_base,
+        "total_ratio": (t_read + t_diag) / t_base,
+        "findings": [(f.rule, f.range, round(f.impact, 4)) for f in diagnosis.program_findings],
+    }
+    print(
+        f"synthetic export: {args.kernels:,} kernels, {len(session.timeline):,} GPU activities, "
+        f"{len(session.api_calls):,} API calls, {len(session.nvtx_ranges):,} NVTX ranges (generated in {t_gen:.1f} s)"
+    )
     print(f"baseline  pandas.read_sql(kernel table): {t_base:6.2f} s")
-    print(f"read      nsys_sqlite.read:              {t_read:6.2f} s  ({t_read / t_base:.2f}x baseline)")
-    print(f"diagnose  timeline analyses:             {t_diag:6.2f} s  ({t_diag / t_base:.2f}x baseline)")
-    print(f"total     read + diagnose:               {t_read + t_diag:6.2f} s  ({(t_read + t_diag) / t_base:.2f}x baseline)")
+    print(
+        f"read      nsys_sqlite.read:              {t_read:6.2f} s  ({t_read / t_base:.2f}x baseline)"
+    )
+    print(
+        f"diagnose  timeline analyses:             {t_diag:6.2f} s  ({t_diag / t_base:.2f}x baseline)"
+    )
+    print(
+        f"total     read + diagnose:               {t_read + t_diag:6.2f} s  ({(t_read + t_diag) / t_base:.2f}x baseline)"
+    )
     for rule, name, impact in figures["findings"]:
         print(f"  finding {rule} range={name} impact={impact}")
     if args.json:

@@ -1,4 +1,5 @@
 """Command line: thin click glue. The only place that prints and turns errors into exit codes."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -25,8 +26,14 @@ def main() -> None:
 
 @main.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", "output", type=click.Path(path_type=Path), required=True,
-              help="session folder to write (created; existing files in it are kept)")
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="session folder to write (created; existing files in it are kept)",
+)
 def load(inputs: tuple[Path, ...], output: Path) -> None:
     """Read profiler outputs into a session folder that later commands can re-read."""
     from nsdiag import load as load_inputs
@@ -48,14 +55,29 @@ def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None):
     return session, diagnose(session)
 
 
-@main.command(help="Say what limits each kernel, why, and what to change, ranked by the time a fix would save. "
-                   "INPUTS: " + INPUT_HELP + ".")
+@main.command(
+    help="Say what limits each kernel, why, and what to change, ranked by the time a fix would save. "
+    "INPUTS: " + INPUT_HELP + "."
+)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-k", "--kernel", "kernel", metavar="PATTERN", help="only kernels whose name matches this regular expression")
+@click.option(
+    "-k",
+    "--kernel",
+    "kernel",
+    metavar="PATTERN",
+    help="only kernels whose name matches this regular expression",
+)
 @click.option("--top", default=3, show_default=True, help="findings shown per kernel")
 @click.option("--top-kernels", default=10, show_default=True, help="kernel signatures shown")
-@click.option("--json", "as_json", is_flag=True, help="print the diagnosis as one JSON document (schema nsdiag.diagnosis/1)")
-def explain(inputs: tuple[Path, ...], kernel: str | None, top: int, top_kernels: int, as_json: bool) -> None:
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="print the diagnosis as one JSON document (schema nsdiag.diagnosis/1)",
+)
+def explain(
+    inputs: tuple[Path, ...], kernel: str | None, top: int, top_kernels: int, as_json: bool
+) -> None:
     import json
 
     from nsdiag.render.text import render_text
@@ -94,16 +116,41 @@ def rules_show(rule_id: str) -> None:
     click.echo(rule_text(find_rule(rule_id)))
 
 
-@main.command(help="Write a report: self-contained interactive HTML (default), JSON, Markdown or text. "
-                   "INPUTS: " + INPUT_HELP + ".")
+@main.command(
+    help="Write a report: self-contained interactive HTML (default), JSON, Markdown or text. "
+    "INPUTS: " + INPUT_HELP + "."
+)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("-o", "--output", "output", default="nsdiag-report.html", show_default=True,
-              help="file to write (the extension picks the format); '-' writes to stdout")
-@click.option("--format", "fmt", type=click.Choice(["html", "json", "md", "text"]),
-              help="output format (default: from the -o extension; html for '-')")
-@click.option("-k", "--kernel", "kernel", metavar="PATTERN", help="only kernels whose name matches this regular expression")
-@click.option("--cards", default=10, show_default=True, help="kernels that get a detailed card (the table lists all)")
-def report(inputs: tuple[Path, ...], output: str, fmt: str | None, kernel: str | None, cards: int) -> None:
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    default="nsdiag-report.html",
+    show_default=True,
+    help="file to write (the extension picks the format); '-' writes to stdout",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "json", "md", "text"]),
+    help="output format (default: from the -o extension; html for '-')",
+)
+@click.option(
+    "-k",
+    "--kernel",
+    "kernel",
+    metavar="PATTERN",
+    help="only kernels whose name matches this regular expression",
+)
+@click.option(
+    "--cards",
+    default=10,
+    show_default=True,
+    help="kernels that get a detailed card (the table lists all)",
+)
+def report(
+    inputs: tuple[Path, ...], output: str, fmt: str | None, kernel: str | None, cards: int
+) -> None:
     from nsdiag.render import RenderOptions, format_from_path, render
     from nsdiag.render.output import write_report
 
@@ -114,7 +161,9 @@ def report(inputs: tuple[Path, ...], output: str, fmt: str | None, kernel: str |
         click.echo(text, nl=False)
         return
     path = write_report(Path(output), text)
-    click.echo(f"wrote {path} ({fmt}, {len(text.encode()) / 1e6:.1f} MB, {len(diagnosis.kernels)} kernel signatures)")
+    click.echo(
+        f"wrote {path} ({fmt}, {len(text.encode()) / 1e6:.1f} MB, {len(diagnosis.kernels)} kernel signatures)"
+    )
 
 
 def _register_collection_commands() -> None:

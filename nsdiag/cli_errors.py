@@ -1,12 +1,14 @@
 """What every nsdiag command shares on the command line: one line and an exit code for an
 error or Ctrl-C, never a traceback, and `-h` for help. Its own module because cli.py imports
 cli_profile.py, which needs the same."""
+
 from __future__ import annotations
 
 import contextlib
 import functools
 import sys
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import click
 
@@ -29,8 +31,10 @@ def errors_as_one_line() -> Iterator[None]:
 
 def one_line_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     """`errors_as_one_line` around a command that also runs outside the main group (tests)."""
+
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         with errors_as_one_line():
             return command(*args, **kwargs)
+
     return wrapper

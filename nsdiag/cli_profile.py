@@ -1,5 +1,6 @@
 """`nsdiag profile` and `nsdiag doctor`: thin click glue over nsdiag.collect (registered on the
 main group with `main.add_command(...)`). Errors become one line and an exit code (cli_errors)."""
+
 from __future__ import annotations
 
 import shlex
@@ -10,18 +11,35 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from nsdiag.cli_errors import CONTEXT, one_line_errors
+
 
 class RichProgress:
     """nsdiag.collect.profile.Progress on a rich progress bar; program output scrolls above it."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                            TextColumn("[dim]{task.fields[kernel]}"), console=console, transient=False)
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            TextColumn("[dim]{task.fields[kernel]}"),
+            console=console,
+            transient=False,
+        )
         self.task: TaskID | None = None
 
     def __enter__(self) -> RichProgress:
@@ -33,14 +51,18 @@ class RichProgress:
 
     def phase(self, title: str, total: int | None) -> None:
         if self.task is not None:
-            self.bar.update(self.task, completed=self.bar.tasks[-1].total or self.bar.tasks[-1].completed)
+            self.bar.update(
+                self.task, completed=self.bar.tasks[-1].total or self.bar.tasks[-1].completed
+            )
             self.bar.stop_task(self.task)
         self.task = self.bar.add_task(title, total=total, kernel="")
 
     def advance(self, done: int, label: str) -> None:
         if self.task is not None:
             task = self.bar.tasks[-1]
-            total = task.total if task.total is None or done <= task.total else done   # estimates can be short
+            total = (
+                task.total if task.total is None or done <= task.total else done
+            )  # estimates can be short
             self.bar.update(self.task, completed=done, total=total, kernel=label[:40])
 
     def output(self, line: str) -> None:
@@ -50,32 +72,82 @@ class RichProgress:
         self.console.print(f"[yellow]nsdiag:[/] {escape(text)}", soft_wrap=True)
 
 
-@click.command("profile", context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.command(
+    "profile",
+    context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_interspersed_args": False},
+)
 @click.argument("program", nargs=-1, type=click.UNPROCESSED)
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="session folder (default nsdiag-sessions/<program>-<time>; an existing non-empty one gets a suffix)")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="session folder (default nsdiag-sessions/<program>-<time>; an existing non-empty one gets a suffix)",
+)
 @click.option("--ncu", "ncu", metavar="PATH", help="the ncu to use (default: newest found)")
 @click.option("--nsys", "nsys", metavar="PATH", help="the nsys to use (default: newest found)")
-@click.option("--full", is_flag=True, help="profile every launch with the full section set (slow: ~2 s per launch on an H200)")
-@click.option("--coverage", type=click.FloatRange(0, 1, min_open=True), default=0.9, show_default=True,
-              help="profile the kernel signatures that make up this share of GPU time")
-@click.option("--max-kernels", type=click.IntRange(min=1), default=100, show_default=True,
-              help="at most this many kernel signatures profiled (kernel + grid + block; the other shapes of a chosen kernel count too)")
-@click.option("-k", "--kernel", metavar="REGEX", help="only kernels whose name matches (Python regex on the demangled or "
-              "function name; with --full, ncu's regex on the function name)")
-@click.option("--nvtx", metavar="RANGE", help="only kernels launched inside this NVTX push/pop range "
-              "(or an ncu --nvtx-include expression with '/' or '@')")
-@click.option("--profile-from-start", type=click.Choice(["on", "off"]), default=None,
-              help="off: profile only between cudaProfilerStart and cudaProfilerStop "
-                   "[default: on; off for the reference kernels]")
-@click.option("--sections", type=click.Choice(["rules", "sections", "full"]), default="rules", show_default=True,
-              help="what the targeted runs collect: the metrics nsdiag's rules read (fastest), the ncu sections "
-                   "holding them (adds ncu's own hints for each, ~4x slower), or ncu's full set")
+@click.option(
+    "--full",
+    is_flag=True,
+    help="profile every launch with the full section set (slow: ~2 s per launch on an H200)",
+)
+@click.option(
+    "--coverage",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=0.9,
+    show_default=True,
+    help="profile the kernel signatures that make up this share of GPU time",
+)
+@click.option(
+    "--max-kernels",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="at most this many kernel signatures profiled (kernel + grid + block; the other shapes of a chosen kernel count too)",
+)
+@click.option(
+    "-k",
+    "--kernel",
+    metavar="REGEX",
+    help="only kernels whose name matches (Python regex on the demangled or "
+    "function name; with --full, ncu's regex on the function name)",
+)
+@click.option(
+    "--nvtx",
+    metavar="RANGE",
+    help="only kernels launched inside this NVTX push/pop range "
+    "(or an ncu --nvtx-include expression with '/' or '@')",
+)
+@click.option(
+    "--profile-from-start",
+    type=click.Choice(["on", "off"]),
+    default=None,
+    help="off: profile only between cudaProfilerStart and cudaProfilerStop "
+    "[default: on; off for the reference kernels]",
+)
+@click.option(
+    "--sections",
+    type=click.Choice(["rules", "sections", "full"]),
+    default="rules",
+    show_default=True,
+    help="what the targeted runs collect: the metrics nsdiag's rules read (fastest), the ncu sections "
+    "holding them (adds ncu's own hints for each, ~4x slower), or ncu's full set",
+)
 @click.option("--dry-run", is_flag=True, help="print the commands that would run, and exit")
 @one_line_errors
-def profile(program: tuple[str, ...], output: Path | None, ncu: str | None, nsys: str | None, full: bool,
-            coverage: float, max_kernels: int, kernel: str | None, nvtx: str | None,
-            profile_from_start: str | None, sections: str, dry_run: bool) -> None:
+def profile(
+    program: tuple[str, ...],
+    output: Path | None,
+    ncu: str | None,
+    nsys: str | None,
+    full: bool,
+    coverage: float,
+    max_kernels: int,
+    kernel: str | None,
+    nvtx: str | None,
+    profile_from_start: str | None,
+    sections: str,
+    dry_run: bool,
+) -> None:
     """Profile a program and say why its kernels are slow.
 
     PROGRAM is a Python script with its arguments (run with this Python), or any command after
@@ -89,13 +161,24 @@ def profile(program: tuple[str, ...], output: Path | None, ncu: str | None, nsys
     from nsdiag.collect.profile import profile as run_profile
 
     if program and program[0].startswith("-"):
-        raise click.UsageError(f"unknown option {program[0]!r} (nsdiag's options go before the program; "
-                               "a program whose name starts with '-' goes after --: nsdiag profile -- ./-app)")
+        raise click.UsageError(
+            f"unknown option {program[0]!r} (nsdiag's options go before the program; "
+            "a program whose name starts with '-' goes after --: nsdiag profile -- ./-app)"
+        )
     if kernel:
         _check_regex(kernel)
-    options = ProfileOptions(output=output, ncu=ncu, nsys=nsys, full=full, coverage=coverage, max_kernels=max_kernels,
-                             kernel=kernel, nvtx=nvtx, sections=sections,
-                             profile_from_start=None if profile_from_start is None else profile_from_start == "on")
+    options = ProfileOptions(
+        output=output,
+        ncu=ncu,
+        nsys=nsys,
+        full=full,
+        coverage=coverage,
+        max_kernels=max_kernels,
+        kernel=kernel,
+        nvtx=nvtx,
+        sections=sections,
+        profile_from_start=None if profile_from_start is None else profile_from_start == "on",
+    )
     if dry_run:
         steps, notes = plan_commands(program, options)
         for title, argv in steps:
@@ -115,7 +198,9 @@ def _check_regex(pattern: str) -> None:
     try:
         re.compile(pattern)
     except re.error as exc:
-        raise click.BadParameter(f"{pattern!r} is not a valid regular expression: {exc}", param_hint="--kernel") from exc
+        raise click.BadParameter(
+            f"{pattern!r} is not a valid regular expression: {exc}", param_hint="--kernel"
+        ) from exc
 
 
 def _summary(console: Console, result: Any) -> None:
@@ -123,21 +208,28 @@ def _summary(console: Console, result: Any) -> None:
     from nsdiag.render.text import render_text
 
     if result.session is not None and len(result.session.kernels):
-        click.echo(render_text(diagnose(result.session)), nl=False)   # already laid out
+        click.echo(render_text(diagnose(result.session)), nl=False)  # already laid out
     plan = result.plan
     spent = sum(result.timings.values())
     if plan is not None:
-        console.print(f"ncu profiled {result.profiled} launches ({plan.total_launches} in the region) in {len(plan.rounds)} "
-                      f"run(s), planned to cover {plan.planned_share:.0%} of GPU time; {spent:.0f} s in all, against "
-                      f"about {plan.full_estimated_s:.0f} s for --set full on every launch", soft_wrap=True)
+        console.print(
+            f"ncu profiled {result.profiled} launches ({plan.total_launches} in the region) in {len(plan.rounds)} "
+            f"run(s), planned to cover {plan.planned_share:.0%} of GPU time; {spent:.0f} s in all, against "
+            f"about {plan.full_estimated_s:.0f} s for --set full on every launch",
+            soft_wrap=True,
+        )
     elif result.profiled:
-        console.print(f"ncu profiled {result.profiled} launches; {spent:.0f} s in all", soft_wrap=True)
+        console.print(
+            f"ncu profiled {result.profiled} launches; {spent:.0f} s in all", soft_wrap=True
+        )
     for item in result.missing:
         console.print(f"[yellow]missing:[/] {escape(item)}", soft_wrap=True)
     root = shlex.quote(str(result.session_dir))
-    console.print(f"session: {escape(str(result.session_dir))}\n  nsdiag explain {escape(root)}\n"
-                  f"  nsdiag report {escape(root)} -o {escape(shlex.quote(str(result.session_dir / 'report.html')))}",
-                  soft_wrap=True)
+    console.print(
+        f"session: {escape(str(result.session_dir))}\n  nsdiag explain {escape(root)}\n"
+        f"  nsdiag report {escape(root)} -o {escape(shlex.quote(str(result.session_dir / 'report.html')))}",
+        soft_wrap=True,
+    )
 
 
 @click.command("doctor", context_settings=CONTEXT)
@@ -152,7 +244,9 @@ def doctor(ncu: str | None, nsys: str | None) -> None:
     console = Console(highlight=False)
     marks = {True: "[green]  ok[/]", False: "[red]FAIL[/]", None: "[dim]skip[/]"}
     for c in checks:
-        console.print(f"{marks[c.ok]}  [bold]{escape(c.name)}[/]: {escape(c.detail)}", soft_wrap=True)
+        console.print(
+            f"{marks[c.ok]}  [bold]{escape(c.name)}[/]: {escape(c.detail)}", soft_wrap=True
+        )
         if c.fix:
             console.print(f"      fix: {escape(c.fix)}", soft_wrap=True)
     if not healthy(checks):

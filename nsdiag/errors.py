@@ -1,4 +1,5 @@
 """One exception hierarchy; the CLI turns it into one line and an exit code."""
+
 from __future__ import annotations
 
 

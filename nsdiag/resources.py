@@ -1,4 +1,5 @@
 """Find the data folders (rules/, templates/, reference_kernels/) in a wheel or a source checkout."""
+
 from __future__ import annotations
 
 from pathlib import Path

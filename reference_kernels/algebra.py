@@ -3,6 +3,7 @@
 Everything here uses only `/`, `@`, `-` and indexing, so it works unchanged on numpy
 arrays and on torch tensors.
 """
+
 from __future__ import annotations
 
 from typing import Any, TypeVar

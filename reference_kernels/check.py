@@ -12,6 +12,7 @@ it does not blow up when an output cancels to ~0. TOLERANCE = 1e-5 (~170 u) leav
 margin for any evaluation order (torch.compile may reorder), yet a layout, indexing or
 tail bug gives O(1) errors, TF32 (~1e-3) fails too, and NaN fails.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,7 +33,12 @@ else:  # run as a file; the folder is named reference_kernels in the repo and in
 # Pixel counts 1, 4, 15, 126, 1581, 132612: P % 4 = 1, 0, 3, 2, 1, 0, i.e. every float4
 # tail length, a batch smaller than one float4 group, and one larger than many blocks.
 SHAPES: tuple[tuple[int, int, int], ...] = (
-    (1, 1, 1), (1, 2, 2), (1, 3, 5), (2, 7, 9), (3, 17, 31), (4, 129, 257),
+    (1, 1, 1),
+    (1, 2, 2),
+    (1, 3, 5),
+    (2, 7, 9),
+    (3, 17, 31),
+    (4, 129, 257),
 )
 TOLERANCE = 1e-5
 
@@ -53,7 +59,9 @@ class CheckResult:
 def reference(x: torch.Tensor, params: Params) -> tuple[torch.Tensor, torch.Tensor]:
     """(ref, scale) in float64 on x's device, from the same fp32 inputs."""
     x64 = x.double()
-    mean, std, matrix = (t.to(x.device, torch.float64) for t in (params.mean, params.std, params.matrix))
+    mean, std, matrix = (
+        t.to(x.device, torch.float64) for t in (params.mean, params.std, params.matrix)
+    )
     ref = torch.einsum("nhwc,cd->nhwd", (x64 - mean) / std, matrix)
     scale = torch.einsum("nhwc,cd->nhwd", x64.abs() + mean.abs(), (matrix / std[:, None]).abs())
     return ref, scale
@@ -68,8 +76,9 @@ def scaled_error(out: torch.Tensor, ref: torch.Tensor, scale: torch.Tensor) -> f
     return float(err.amax()) if err.numel() else 0.0
 
 
-def check_variant(name: str, shape: tuple[int, int, int], seed: int = 0,
-                  **kwargs: object) -> CheckResult:
+def check_variant(
+    name: str, shape: tuple[int, int, int], seed: int = 0, **kwargs: object
+) -> CheckResult:
     """Run one variant on one shape. Outputs go into a NaN-filled buffer, so an output
     element that a kernel forgets to write fails instead of passing on stale memory."""
     x, params = make_inputs(*shape, device="cuda", seed=seed)
@@ -88,15 +97,21 @@ def check_variant(name: str, shape: tuple[int, int, int], seed: int = 0,
     return CheckResult(name, shape, error, math.isfinite(error) and error <= TOLERANCE)
 
 
-def run_checks(variants: Sequence[str] = tuple(VARIANTS), shapes: Sequence[tuple[int, int, int]] = SHAPES,
-               seed: int = 0) -> list[CheckResult]:
+def run_checks(
+    variants: Sequence[str] = tuple(VARIANTS),
+    shapes: Sequence[tuple[int, int, int]] = SHAPES,
+    seed: int = 0,
+) -> list[CheckResult]:
     return [check_variant(v, s, seed) for v in variants for s in shapes]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variants", default=",".join(VARIANTS),
-                        help="comma-separated subset of: " + ",".join(VARIANTS))
+    parser.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help="comma-separated subset of: " + ",".join(VARIANTS),
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     names = [v for v in args.variants.split(",") if v]

@@ -9,6 +9,7 @@ so with --profile-region (cudaProfilerStart/Stop around the measured part; pair 
 holds only steady-state work. Each call sits in an NVTX range named after its variant;
 --copy-ceiling adds a large device-to-device copy in the NVTX range "copy_ceiling".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,21 +46,43 @@ else:  # run as a file; the folder is named reference_kernels in the repo and in
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--shape", nargs=3, type=int, default=[64, 512, 512], metavar=("N", "H", "W"),
-                   help="device-variant batch (default 64 512 512: 201 MB in)")
-    p.add_argument("--pipeline-shape", nargs=3, type=int, default=[16, 512, 512],
-                   metavar=("N", "H", "W"), help="batch for stream_split/serial_pageable")
-    p.add_argument("--variants", default=",".join(DEVICE_VARIANTS),
-                   help="comma-separated, any of: " + ",".join(VARIANTS))
-    p.add_argument("--with-pipeline", action="store_true",
-                   help="also run " + ",".join(PIPELINE_VARIANTS))
+    p.add_argument(
+        "--shape",
+        nargs=3,
+        type=int,
+        default=[64, 512, 512],
+        metavar=("N", "H", "W"),
+        help="device-variant batch (default 64 512 512: 201 MB in)",
+    )
+    p.add_argument(
+        "--pipeline-shape",
+        nargs=3,
+        type=int,
+        default=[16, 512, 512],
+        metavar=("N", "H", "W"),
+        help="batch for stream_split/serial_pageable",
+    )
+    p.add_argument(
+        "--variants",
+        default=",".join(DEVICE_VARIANTS),
+        help="comma-separated, any of: " + ",".join(VARIANTS),
+    )
+    p.add_argument(
+        "--with-pipeline", action="store_true", help="also run " + ",".join(PIPELINE_VARIANTS)
+    )
     p.add_argument("--iters", type=int, default=1, help="calls per variant in the region")
     p.add_argument("--warmup", type=int, default=2, help="calls per variant before the region")
     p.add_argument("--chunks", type=int, default=DEFAULT_CHUNKS, help="stream_split chunks")
-    p.add_argument("--profile-region", action="store_true",
-                   help="cudaProfilerStart/Stop around the measured region")
-    p.add_argument("--copy-ceiling", action="store_true",
-                   help="also run a device-to-device copy (NVTX 'copy_ceiling')")
+    p.add_argument(
+        "--profile-region",
+        action="store_true",
+        help="cudaProfilerStart/Stop around the measured region",
+    )
+    p.add_argument(
+        "--copy-ceiling",
+        action="store_true",
+        help="also run a device-to-device copy (NVTX 'copy_ceiling')",
+    )
     p.add_argument("--copy-mib", type=int, default=256, help="copy-ceiling buffer size (MiB)")
     args = p.parse_args(argv)
     names = [v for v in args.variants.split(",") if v]
@@ -115,8 +138,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         ext.copy_float4(src, dst)
         torch.cuda.synchronize()
 
-    print(f"device: {torch.cuda.get_device_name()}  iters: {args.iters}  "
-          f"profile-region: {args.profile_region}", flush=True)
+    print(
+        f"device: {torch.cuda.get_device_name()}  iters: {args.iters}  "
+        f"profile-region: {args.profile_region}",
+        flush=True,
+    )
     if args.profile_region:
         torch.cuda.profiler.start()
     try:
@@ -126,8 +152,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 call()
             torch.cuda.synchronize()
             ms = (time.perf_counter() - start) * 1e3 / args.iters
-            print(f"{name:16s} shape={shapes[name]:>16s}  {ms:9.3f} ms/iter (host wall clock)",
-                  flush=True)
+            print(
+                f"{name:16s} shape={shapes[name]:>16s}  {ms:9.3f} ms/iter (host wall clock)",
+                flush=True,
+            )
         if args.copy_ceiling:
             start = time.perf_counter()
             with nvtx_range("copy_ceiling"):
@@ -135,8 +163,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ext.copy_float4(src, dst)
             torch.cuda.synchronize()
             ms = (time.perf_counter() - start) * 1e3
-            print(f"{'copy_ceiling':16s} {args.copy_mib:>10d} MiB  {ms:9.3f} ms (memcpy + float4 kernel)",
-                  flush=True)
+            print(
+                f"{'copy_ceiling':16s} {args.copy_mib:>10d} MiB  {ms:9.3f} ms (memcpy + float4 kernel)",
+                flush=True,
+            )
     finally:
         if args.profile_region:
             torch.cuda.profiler.stop()

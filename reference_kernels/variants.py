@@ -5,6 +5,7 @@ an NVTX range named after itself, so nsdiag can attribute kernels and timeline s
 Device variants take and return CUDA tensors; the pipeline variants (stream_split,
 serial_pageable) take and return host tensors. Library module: no prints.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -20,9 +21,22 @@ import torch
 from .algebra import chunk_bounds, fold_normalisation
 
 __all__ = [
-    "DEFAULT_CHUNKS", "DEVICE_VARIANTS", "PIPELINE_VARIANTS", "VARIANTS", "Params", "compiled", "float4",
-    "fold_normalisation", "fused", "load_extension", "make_inputs", "make_params", "naive", "nvtx_range",
-    "serial_pageable", "stream_split",
+    "DEFAULT_CHUNKS",
+    "DEVICE_VARIANTS",
+    "PIPELINE_VARIANTS",
+    "VARIANTS",
+    "Params",
+    "compiled",
+    "float4",
+    "fold_normalisation",
+    "fused",
+    "load_extension",
+    "make_inputs",
+    "make_params",
+    "naive",
+    "nvtx_range",
+    "serial_pageable",
+    "stream_split",
 ]
 
 _SOURCE = Path(__file__).resolve().with_name("elementwise.cu")
@@ -35,11 +49,11 @@ DEFAULT_CHUNKS = 8
 
 @dataclass(frozen=True)
 class Params:
-    mean: torch.Tensor           # (3,) float32 on the compute device (naive, compiled)
-    std: torch.Tensor            # (3,)
-    matrix: torch.Tensor         # (3, 3), out = normed @ matrix
+    mean: torch.Tensor  # (3,) float32 on the compute device (naive, compiled)
+    std: torch.Tensor  # (3,)
+    matrix: torch.Tensor  # (3, 3), out = normed @ matrix
     matrix_folded: torch.Tensor  # (3, 3) float32 on the CPU: the kernels take it by value
-    bias: torch.Tensor           # (3,) float32 on the CPU
+    bias: torch.Tensor  # (3,) float32 on the CPU
 
 
 def _cache_root() -> Path:
@@ -68,19 +82,26 @@ def load_extension(device: torch.device | int | None = None) -> Any:
     return _EXTENSIONS[key]
 
 
-def make_params(mean: torch.Tensor, std: torch.Tensor, matrix: torch.Tensor,
-                device: torch.device | str = "cuda") -> Params:
+def make_params(
+    mean: torch.Tensor, std: torch.Tensor, matrix: torch.Tensor, device: torch.device | str = "cuda"
+) -> Params:
     """Params from fp32 mean/std/matrix; the fold is done in float64 from those values."""
     mean32, std32, matrix32 = (t.detach().to(torch.float32) for t in (mean, std, matrix))
-    folded, bias = fold_normalisation(*(t.to("cpu", torch.float64) for t in (mean32, std32, matrix32)))
+    folded, bias = fold_normalisation(
+        *(t.to("cpu", torch.float64) for t in (mean32, std32, matrix32))
+    )
     return Params(
-        mean=mean32.to(device), std=std32.to(device), matrix=matrix32.to(device),
-        matrix_folded=folded.to(torch.float32).contiguous(), bias=bias.to(torch.float32).contiguous(),
+        mean=mean32.to(device),
+        std=std32.to(device),
+        matrix=matrix32.to(device),
+        matrix_folded=folded.to(torch.float32).contiguous(),
+        bias=bias.to(torch.float32).contiguous(),
     )
 
 
-def make_inputs(n: int, h: int, w: int, device: torch.device | str = "cuda",
-                seed: int = 0) -> tuple[torch.Tensor, Params]:
+def make_inputs(
+    n: int, h: int, w: int, device: torch.device | str = "cuda", seed: int = 0
+) -> tuple[torch.Tensor, Params]:
     """A deterministic (N, H, W, 3) image batch in [0, 1) and ImageNet-like params."""
     cpu_gen = torch.Generator().manual_seed(seed)
     mean = torch.tensor([0.485, 0.456, 0.406])
@@ -100,8 +121,9 @@ def nvtx_range(name: str) -> Iterator[None]:
         torch.cuda.nvtx.range_pop()
 
 
-def _two_step(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor,
-              matrix: torch.Tensor) -> torch.Tensor:
+def _two_step(
+    x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, matrix: torch.Tensor
+) -> torch.Tensor:
     normed = (x - mean) / std
     return torch.einsum("nhwc,cd->nhwd", normed, matrix)
 
@@ -142,8 +164,10 @@ def float4(x: torch.Tensor, params: Params, out: torch.Tensor | None = None) -> 
     """4 pixels per thread with three 128-bit loads and stores; needs 16-byte alignment."""
     for name, t in (("x", x), ("out", out)):
         if t is not None and t.data_ptr() % 16:
-            raise ValueError(f"float4 variant needs a 16-byte-aligned {name} (data_ptr % 16 == "
-                             f"{t.data_ptr() % 16}); use the fused variant instead")
+            raise ValueError(
+                f"float4 variant needs a 16-byte-aligned {name} (data_ptr % 16 == "
+                f"{t.data_ptr() % 16}); use the fused variant instead"
+            )
     ext = load_extension(x.device)
     with nvtx_range("float4"):
         if out is None:
@@ -165,8 +189,9 @@ def _check_host(x: torch.Tensor, name: str) -> None:
         raise ValueError(f"{name} needs a contiguous float32 host tensor")
 
 
-def stream_split(x: torch.Tensor, params: Params, out: torch.Tensor | None = None,
-                 chunks: int = DEFAULT_CHUNKS) -> torch.Tensor:
+def stream_split(
+    x: torch.Tensor, params: Params, out: torch.Tensor | None = None, chunks: int = DEFAULT_CHUNKS
+) -> torch.Tensor:
     """Pinned host batch -> device -> float4 kernel -> pinned host, in `chunks` pieces.
 
     Three streams: H2D copies, kernels, D2H copies. Kernel i waits on the event "chunk i
@@ -218,7 +243,9 @@ def stream_split(x: torch.Tensor, params: Params, out: torch.Tensor | None = Non
     return out
 
 
-def serial_pageable(x: torch.Tensor, params: Params, out: torch.Tensor | None = None) -> torch.Tensor:
+def serial_pageable(
+    x: torch.Tensor, params: Params, out: torch.Tensor | None = None
+) -> torch.Tensor:
     """The un-pipelined twin of stream_split: pageable host memory, one stream, no overlap."""
     _check_host(x, "serial_pageable")
     if x.is_pinned():
@@ -242,6 +269,10 @@ def serial_pageable(x: torch.Tensor, params: Params, out: torch.Tensor | None = 
 DEVICE_VARIANTS: tuple[str, ...] = ("naive", "compiled", "fused", "float4")
 PIPELINE_VARIANTS: tuple[str, ...] = ("stream_split", "serial_pageable")
 VARIANTS: dict[str, Callable[..., torch.Tensor]] = {
-    "naive": naive, "compiled": compiled, "fused": fused, "float4": float4,
-    "stream_split": stream_split, "serial_pageable": serial_pageable,
+    "naive": naive,
+    "compiled": compiled,
+    "fused": fused,
+    "float4": float4,
+    "stream_split": stream_split,
+    "serial_pageable": serial_pageable,
 }

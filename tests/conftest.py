@@ -1,4 +1,5 @@
 """Shared fixtures: paths to the recorded H200 data, and GPU detection for `gpu` tests."""
+
 from __future__ import annotations
 
 import shutil

@@ -3,9 +3,10 @@
 The kernels are tests/calibration/calib.cu, tests/calibration/pytorch_cases.py and the reference
 kernels, profiled with ncu --set full (tests/data/README.md).
 """
+
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import pytest
 
@@ -35,7 +36,7 @@ CALIBRATION: dict[str, tuple[str, str, str]] = {
     "NSD304": ("calib", "launch_overhead_bad", "launch_overhead_good"),
     "NSD305": ("calib", "barrier_stall_bad", "barrier_stall_good"),
     # Stall rules: same work, the twin without the stall's cause.
-    "NSD311": ("calib", "l2_bound_good", "l2_bound_bad"),              # operands from shared memory vs L2
+    "NSD311": ("calib", "l2_bound_good", "l2_bound_bad"),  # operands from shared memory vs L2
     "NSD312": ("calib", "shared_bank_conflicts_bad", "shared_bank_conflicts_good"),
     "NSD313": ("calib", "local_memory_spill_bad", "local_memory_spill_good"),
     "NSD314": ("calib", "fp64_heavy_bad", "fp64_heavy_good"),
@@ -50,7 +51,7 @@ LIBRARY_CASES: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def diagnosis(fixture: str) -> Diagnosis:
     return diagnose(nsdiag.load(DATA / fixture / "raw.csv.gz"))
 
@@ -86,12 +87,22 @@ def test_library_kernels(rule: str) -> None:
 
 # The finding an engineer would lead with, for each bad kernel.
 FIRST_FINDING = {
-    "dram_bandwidth_saturated_bad": "NSD101", "uncoalesced_global_access_bad": "NSD103",
-    "shared_bank_conflicts_bad": "NSD104", "local_memory_spill_bad": "NSD105",
-    "atomic_contention_bad": "NSD106", "memory_latency_bad": "NSD107", "compute_pipe_saturated_bad": "NSD201",
-    "fp64_heavy_bad": "NSD202", "special_function_heavy_bad": "NSD203", "tensor_core_unused_bad": "NSD204",
-    "warp_divergence_bad": "NSD205", "low_occupancy_bad": "NSD301", "tail_effect_bad": "NSD302",
-    "small_grid_bad": "NSD303", "launch_overhead_bad": "NSD304", "barrier_stall_bad": "NSD305",
+    "dram_bandwidth_saturated_bad": "NSD101",
+    "uncoalesced_global_access_bad": "NSD103",
+    "shared_bank_conflicts_bad": "NSD104",
+    "local_memory_spill_bad": "NSD105",
+    "atomic_contention_bad": "NSD106",
+    "memory_latency_bad": "NSD107",
+    "compute_pipe_saturated_bad": "NSD201",
+    "fp64_heavy_bad": "NSD202",
+    "special_function_heavy_bad": "NSD203",
+    "tensor_core_unused_bad": "NSD204",
+    "warp_divergence_bad": "NSD205",
+    "low_occupancy_bad": "NSD301",
+    "tail_effect_bad": "NSD302",
+    "small_grid_bad": "NSD303",
+    "launch_overhead_bad": "NSD304",
+    "barrier_stall_bad": "NSD305",
     "l2_bound_bad": "NSD102",
 }
 
@@ -103,11 +114,16 @@ def test_first_finding_is_the_real_cause(name: str) -> None:
 
 
 VERDICTS = {  # kernel -> (bound, limiter)
-    "dram_bandwidth_saturated_bad": ("memory", "dram"), "compute_pipe_saturated_bad": ("compute", "fma"),
-    "fp64_heavy_bad": ("compute", "fp64"), "special_function_heavy_bad": ("compute", "xu"),
-    "memory_latency_bad": ("latency", "long_scoreboard"), "barrier_stall_bad": ("latency", "barrier"),
-    "small_grid_bad": ("latency", "small_grid"), "l2_bound_bad": ("memory", "l2"),
-    "shared_bank_conflicts_bad": ("memory", "shared"), "launch_overhead_bad": ("launch", "launch"),
+    "dram_bandwidth_saturated_bad": ("memory", "dram"),
+    "compute_pipe_saturated_bad": ("compute", "fma"),
+    "fp64_heavy_bad": ("compute", "fp64"),
+    "special_function_heavy_bad": ("compute", "xu"),
+    "memory_latency_bad": ("latency", "long_scoreboard"),
+    "barrier_stall_bad": ("latency", "barrier"),
+    "small_grid_bad": ("latency", "small_grid"),
+    "l2_bound_bad": ("memory", "l2"),
+    "shared_bank_conflicts_bad": ("memory", "shared"),
+    "launch_overhead_bad": ("launch", "launch"),
 }
 
 

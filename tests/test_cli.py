@@ -1,4 +1,5 @@
 """The command line as a user runs it: output, exit codes, one-line errors."""
+
 from __future__ import annotations
 
 import json
@@ -13,15 +14,19 @@ from nsdiag.cli import main
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "nsdiag", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "nsdiag", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_help_lists_only_working_commands() -> None:
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0
-    listed = {line.split()[0] for line in result.output.split("Commands:")[1].splitlines() if line.strip()}
+    listed = {
+        line.split()[0] for line in result.output.split("Commands:")[1].splitlines() if line.strip()
+    }
     assert listed == set(main.commands)
-    for name in listed:   # every listed command answers --help
+    for name in listed:  # every listed command answers --help
         assert CliRunner().invoke(main, [name, "--help"]).exit_code == 0
 
 
@@ -34,29 +39,46 @@ def test_explain_reference_kernels(data_dir: Path) -> None:
 
 
 def test_explain_json_and_kernel_filter(data_dir: Path) -> None:
-    result = run("explain", str(data_dir / "reference/raw.csv.gz"), "--kernel", "::float4_kernel", "--json")
+    result = run(
+        "explain", str(data_dir / "reference/raw.csv.gz"), "--kernel", "::float4_kernel", "--json"
+    )
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
     assert document["schema"] == "nsdiag.diagnosis/1"
-    assert [k["name"] for k in document["kernels"]] == ["nsdiag::float4_kernel(const float4 *, float4 *, long, int, nsdiag::Affine3)"]
+    assert [k["name"] for k in document["kernels"]] == [
+        "nsdiag::float4_kernel(const float4 *, float4 *, long, int, nsdiag::Affine3)"
+    ]
     assert document["kernels"][0]["findings"][0]["cause"] == "dram-bandwidth-saturated"
 
 
 def test_rules_list_and_show() -> None:
     listing = run("rules", "list")
-    assert listing.returncode == 0 and "NSD101" in listing.stdout and "fusion-candidate" in listing.stdout
+    assert (
+        listing.returncode == 0
+        and "NSD101" in listing.stdout
+        and "fusion-candidate" in listing.stdout
+    )
     shown = run("rules", "show", "NSD104")
     assert shown.returncode == 0
-    for heading in ("What it detects", "Why it is slow", "How to fix it", "False positives", "References"):
+    for heading in (
+        "What it detects",
+        "Why it is slow",
+        "How to fix it",
+        "False positives",
+        "References",
+    ):
         assert heading in shown.stdout
     assert "tile[32][33]" in shown.stdout
     assert run("rules", "show", "uncoalesced-global-access").returncode == 0
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["explain", "/no/such/file.csv"], "does not exist"),
-    (["rules", "show", "NSD999"], "no rule 'NSD999'"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["explain", "/no/such/file.csv"], "does not exist"),
+        (["rules", "show", "NSD999"], "no rule 'NSD999'"),
+    ],
+)
 def test_errors_are_one_line_with_exit_code_2(args: list[str], fragment: str) -> None:
     result = run(*args)
     assert result.returncode == 2
@@ -68,7 +90,11 @@ def test_unreadable_file_and_bad_regex(tmp_path: Path, data_dir: Path) -> None:
     garbage = tmp_path / "report with spaces.csv"
     garbage.write_text("not a report\n")
     result = run("explain", str(garbage))
-    assert result.returncode == 2 and str(garbage) in result.stderr and "Traceback" not in result.stderr
+    assert (
+        result.returncode == 2
+        and str(garbage) in result.stderr
+        and "Traceback" not in result.stderr
+    )
     result = run("explain", str(data_dir / "calib_small/raw.csv.gz"), "--kernel", "([")
     assert result.returncode == 2 and "regular expression" in result.stderr
 

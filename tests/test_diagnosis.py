@@ -1,4 +1,5 @@
 """Diagnosis of the reference kernels and the JSON contract."""
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,9 @@ SCHEMA = json.loads((Path(__file__).parents[1] / "docs/diagnosis.schema.json").r
 def test_float4_sits_at_the_dram_roof() -> None:
     k = kernel("reference", "nsdiag::float4_kernel")
     assert (k.bound, k.limiter) == ("memory", "dram")
-    assert k.findings[0].rule == "NSD101"              # only fewer bytes help
+    assert k.findings[0].rule == "NSD101"  # only fewer bytes help
     assert k.roofline["pct_of_roof"] > 80
-    assert k.roofline["arithmetic_intensity"] < 1      # far left of the ridge point
+    assert k.roofline["arithmetic_intensity"] < 1  # far left of the ridge point
     # Against the copy measured in the same session it is within a few percent of the ceiling.
     assert k.roofline["pct_of_measured_ceiling"] > 95
 
@@ -31,7 +32,7 @@ def test_naive_is_a_chain_to_fuse() -> None:
     assert len(naive) == 1 and naive[0].cause == "fusion-candidate"
     chain = naive[0].details["chain"]
     assert "CUDAFunctor_add" in chain[0] and "DivFunctor" in chain[1] and "gemm" in chain[2]
-    assert naive[0].impact > 0.3                        # most of naive's time goes away
+    assert naive[0].impact > 0.3  # most of naive's time goes away
     compiled = [f for f in d.program_findings if f.range == "compiled"]
     assert len(compiled) == 1 and "triton_poi_fused_div_sub" in compiled[0].details["chain"][0]
     # Kernels already at the roof, in their own ranges, are not fusion candidates.
@@ -39,7 +40,7 @@ def test_naive_is_a_chain_to_fuse() -> None:
     for name in ("CUDAFunctor_add", "DivFunctor"):
         assert kernel("reference", name).bound == "memory"
     gemm = kernel("reference", "tilesize64x32x8")
-    assert gemm.findings[0].rule == "NSD206"            # the K=3 GEMM: padding, not math
+    assert gemm.findings[0].rule == "NSD206"  # the K=3 GEMM: padding, not math
     assert gemm.metrics["dram_throughput_pct"] < 10
 
 
@@ -57,7 +58,9 @@ def test_layout_conversions_found() -> None:
     kernels = layout[0].details["kernels"]
     assert any("nchwToNhwc" in k for k in kernels) and any("direct_copy" in k for k in kernels)
     assert not any("xmma_fprop" in k or "clamp" in k for k in kernels)
-    assert not [f for f in diagnosis("reference").program_findings if f.cause == "layout-conversion"]
+    assert not [
+        f for f in diagnosis("reference").program_findings if f.cause == "layout-conversion"
+    ]
 
 
 @pytest.mark.parametrize("fixture", ["reference", "calib", "torch_cases"])
@@ -99,22 +102,41 @@ def test_nsdiag_leads_with_the_roof_where_ncu_leads_with_idle_pipes(data_dir: Pa
     assert float4.ncu_rules[0]["rule"] == "HighPipeUtilization"
     assert float4.findings[0].cause == "dram-bandwidth-saturated"
     fused = next(k for k in d.kernels if "fused_kernel" in k.name)
-    assert any(r["rule"] == "UncoalescedGlobalAccess" and r["speedup"] > 50 for r in fused.ncu_rules)
+    assert any(
+        r["rule"] == "UncoalescedGlobalAccess" and r["speedup"] > 50 for r in fused.ncu_rules
+    )
     assert [f.rule for f in fused.findings] == ["NSD101"]
 
 
-@pytest.mark.parametrize("dram, l2, limiter, close", [
-    (59.81, 72.89, "l2", True),     # the AdamW kernel of tests/data/profile/layers8, full set
-    (60.35, 73.35, "dram", True),   # the same launch, targeted run
-    (53.84, 66.79, "l2", False),    # DRAM 6 points under: L2 it is, no hedging
-    (80.26, 84.09, "dram", False),  # DRAM saturated beyond doubt
-    (61.00, 58.00, "dram", True),   # DRAM just over, L2 under: a busiest-unit close call, no limiter one
-])
+@pytest.mark.parametrize(
+    "dram, l2, limiter, close",
+    [
+        (59.81, 72.89, "l2", True),  # the AdamW kernel of tests/data/profile/layers8, full set
+        (60.35, 73.35, "dram", True),  # the same launch, targeted run
+        (53.84, 66.79, "l2", False),  # DRAM 6 points under: L2 it is, no hedging
+        (80.26, 84.09, "dram", False),  # DRAM saturated beyond doubt
+        (
+            61.00,
+            58.00,
+            "dram",
+            True,
+        ),  # DRAM just over, L2 under: a busiest-unit close call, no limiter one
+    ],
+)
 def test_a_limiter_decided_within_five_points_of_the_threshold_is_called_close(
-        dram: float, l2: float, limiter: str, close: bool) -> None:
+    dram: float, l2: float, limiter: str, close: bool
+) -> None:
     from nsdiag.analysis.verdict import classify
-    v = classify({"dram_throughput_pct": dram, "l2_throughput_pct": l2, "l1_throughput_pct": 20.0,
-                  "pipe_fma_pct": 10.0, "duration_ns": 50_000.0})
+
+    v = classify(
+        {
+            "dram_throughput_pct": dram,
+            "l2_throughput_pct": l2,
+            "l1_throughput_pct": 20.0,
+            "pipe_fma_pct": 10.0,
+            "duration_ns": 50_000.0,
+        }
+    )
     assert (v.bound, v.limiter, v.close_call) == ("memory", limiter, close)
     assert ("limiter a close call" in v.note) == (close and l2 >= 60)
     if close and l2 >= 60:
@@ -123,9 +145,24 @@ def test_a_limiter_decided_within_five_points_of_the_threshold_is_called_close(
 
 def test_a_bound_near_the_threshold_is_called_close_but_a_small_grid_alone_is_not() -> None:
     from nsdiag.analysis.verdict import classify
-    near = classify({"dram_throughput_pct": 58.0, "pipe_fma_pct": 10.0, "duration_ns": 50_000.0,
-                     "grid_size": 1000.0, "sm_count": 132.0})
-    small = classify({"dram_throughput_pct": 20.0, "pipe_fma_pct": 10.0, "duration_ns": 50_000.0,
-                      "grid_size": 64.0, "sm_count": 132.0})
+
+    near = classify(
+        {
+            "dram_throughput_pct": 58.0,
+            "pipe_fma_pct": 10.0,
+            "duration_ns": 50_000.0,
+            "grid_size": 1000.0,
+            "sm_count": 132.0,
+        }
+    )
+    small = classify(
+        {
+            "dram_throughput_pct": 20.0,
+            "pipe_fma_pct": 10.0,
+            "duration_ns": 50_000.0,
+            "grid_size": 64.0,
+            "sm_count": 132.0,
+        }
+    )
     assert (near.bound, near.close_call) == ("latency", True)
     assert (small.bound, small.limiter, small.close_call) == ("latency", "small_grid", False)

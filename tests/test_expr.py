@@ -1,4 +1,5 @@
 """The rule condition language: safe by construction, NaN-aware."""
+
 from __future__ import annotations
 
 import math
@@ -16,7 +17,7 @@ numbers = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
 def test_comparisons_match_python(a: float, b: float) -> None:
     for op in ("<", "<=", ">", ">=", "==", "!="):
         expression = parse(f"a {op} b")
-        assert expression.evaluate({"a": a, "b": b}) == eval(f"{a!r} {op} {b!r}")  # noqa: S307 - the oracle
+        assert expression.evaluate({"a": a, "b": b}) == eval(f"{a!r} {op} {b!r}")
 
 
 @given(numbers, numbers, numbers)
@@ -33,10 +34,25 @@ def test_missing_values_make_comparisons_false_and_arithmetic_nan() -> None:
     assert math.isnan(parse("1 / y").evaluate({"y": 0}))
 
 
-@pytest.mark.parametrize("source", [
-    "__import__('os')", "open('x')", "a.b", "a[0]", "lambda: 1", "[a for a in b]", "'text' == a",
-    "a if", "exec('1')", "(yield)", "a @ b", "f(a)", "min(a, key=b)", "a ** 2",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "__import__('os')",
+        "open('x')",
+        "a.b",
+        "a[0]",
+        "lambda: 1",
+        "[a for a in b]",
+        "'text' == a",
+        "a if",
+        "exec('1')",
+        "(yield)",
+        "a @ b",
+        "f(a)",
+        "min(a, key=b)",
+        "a ** 2",
+    ],
+)
 def test_unsafe_or_malformed_is_rejected(source: str) -> None:
     with pytest.raises(ExpressionError):
         parse(source)
@@ -44,4 +60,8 @@ def test_unsafe_or_malformed_is_rejected(source: str) -> None:
 
 def test_evidence_reads_as_the_condition_that_held() -> None:
     comparisons = parse("a >= 60 and not (b >= 5) and 10 > c").comparisons()
-    assert [(c.metric, c.op, c.threshold) for c in comparisons] == [("a", ">=", 60), ("b", "<", 5), ("c", "<", 10)]
+    assert [(c.metric, c.op, c.threshold) for c in comparisons] == [
+        ("a", ">=", 60),
+        ("b", "<", 5),
+        ("c", "<", 10),
+    ]

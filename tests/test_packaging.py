@@ -1,4 +1,5 @@
 """The shipped artefact: the wheel carries the data folders, and an editable install finds them."""
+
 from __future__ import annotations
 
 import subprocess
@@ -16,8 +17,21 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     # No build isolation: the build backend (hatchling) is installed with the test extras, and
     # CI must not depend on fetching it again here.
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(out),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return next(out.glob("nsdiag-*.whl"))
 
 
@@ -36,10 +50,17 @@ def test_wheel_contains_rules_templates_and_kernels(wheel: Path) -> None:
 def test_installed_wheel_finds_its_data(wheel: Path, tmp_path: Path) -> None:
     """Unpacked alone (no checkout beside it), the package finds rules and templates inside itself."""
     zipfile.ZipFile(wheel).extractall(tmp_path)
-    code = ("import nsdiag.resources as r; from nsdiag.analysis.rulespec import load_rules; "
-            "print(r.rules_dir()); print(len(load_rules())); print(r.templates_dir())")
-    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
-                            env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    code = (
+        "import nsdiag.resources as r; from nsdiag.analysis.rulespec import load_rules; "
+        "print(r.rules_dir()); print(len(load_rules())); print(r.templates_dir())"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
     assert result.returncode == 0, result.stderr
     rules_dir, count, templates = result.stdout.split()
     assert rules_dir == str(tmp_path / "nsdiag" / "rules")

@@ -1,4 +1,5 @@
 """Readers: real H200 exports (golden values) and synthetic edge cases."""
+
 from __future__ import annotations
 
 import csv
@@ -27,14 +28,27 @@ def _launch(session: nsdiag.Session, fragment: str) -> pd.Series:
     return rows.iloc[0]
 
 
-def assert_same_canonical(a: nsdiag.Session, b: nsdiag.Session, minimum_common: int, rtol: float = REL_TOL) -> None:
+def assert_same_canonical(
+    a: nsdiag.Session, b: nsdiag.Session, minimum_common: int, rtol: float = REL_TOL
+) -> None:
     assert len(a.kernels) == len(b.kernels)
-    common = [c for c in a.kernels.columns if c in b.kernels.columns
-              and a.kernels[c].dtype.kind == "f" and b.kernels[c].dtype.kind == "f"]
+    common = [
+        c
+        for c in a.kernels.columns
+        if c in b.kernels.columns
+        and a.kernels[c].dtype.kind == "f"
+        and b.kernels[c].dtype.kind == "f"
+    ]
     assert len(common) >= minimum_common, common
     for column in common:
-        np.testing.assert_allclose(a.kernels[column], b.kernels[column], rtol=rtol, atol=ABS_TOL,
-                                   equal_nan=True, err_msg=column)
+        np.testing.assert_allclose(
+            a.kernels[column],
+            b.kernels[column],
+            rtol=rtol,
+            atol=ABS_TOL,
+            equal_nan=True,
+            err_msg=column,
+        )
 
 
 def test_raw_csv_golden_values(data_dir: Path) -> None:
@@ -46,9 +60,13 @@ def test_raw_csv_golden_values(data_dir: Path) -> None:
     session = nsdiag.load(path)
     launch = _launch(session, "nsdiag::float4_kernel")
     assert units[header.index("gpu__time_duration.sum")] == "ns"
-    assert launch["duration_ns"] == float(row[header.index("gpu__time_duration.sum")].replace(",", ""))
-    assert launch["dram_read_bytes"] == float(row[header.index("dram__bytes_read.sum")].replace(",", ""))
-    assert launch["dram_throughput_pct"] == pytest.approx(83.71, abs=0.2)   # float4 at the DRAM roof
+    assert launch["duration_ns"] == float(
+        row[header.index("gpu__time_duration.sum")].replace(",", "")
+    )
+    assert launch["dram_read_bytes"] == float(
+        row[header.index("dram__bytes_read.sum")].replace(",", "")
+    )
+    assert launch["dram_throughput_pct"] == pytest.approx(83.71, abs=0.2)  # float4 at the DRAM roof
     assert launch["grid"] == "(16384, 1, 1)" and launch["block_size"] == 256
     assert launch["nvtx_range"] == "float4"
     assert len(session.kernels) == 42
@@ -61,7 +79,11 @@ def test_base_and_auto_units_agree(data_dir: Path) -> None:
         auto = nsdiag.load(data_dir / f"{name}/raw_auto.csv.gz")
         # Auto units print few digits ("6.91 Kbyte", "4 Kbyte" for 4,352 bytes): equal to that.
         assert_same_canonical(base, auto, minimum_common=100, rtol=0.1)
-        assert base.raw_units["gpu__time_duration.sum"] == auto.raw_units["gpu__time_duration.sum"] == "ns"
+        assert (
+            base.raw_units["gpu__time_duration.sum"]
+            == auto.raw_units["gpu__time_duration.sum"]
+            == "ns"
+        )
 
 
 def test_details_page_agrees_with_raw_page(data_dir: Path) -> None:
@@ -69,8 +91,16 @@ def test_details_page_agrees_with_raw_page(data_dir: Path) -> None:
         raw = nsdiag.load(data_dir / f"{name}/raw.csv.gz")
         details = nsdiag.load(data_dir / f"{name}/details.csv.gz")
         assert_same_canonical(raw, details, minimum_common=50)
-        for key in ("duration_ns", "dram_throughput_pct", "sm_throughput_pct", "achieved_occupancy_pct",
-                    "registers_per_thread", "grid_size", "block_size", "memory_throughput_pct"):
+        for key in (
+            "duration_ns",
+            "dram_throughput_pct",
+            "sm_throughput_pct",
+            "achieved_occupancy_pct",
+            "registers_per_thread",
+            "grid_size",
+            "block_size",
+            "memory_throughput_pct",
+        ):
             assert details.kernels[key].notna().all(), key
         assert len(details.rule_results) > 100
         assert set(details.rule_results["type"]) <= {"OPT", "WRN", "INF", "ERR", "OK"}
@@ -87,8 +117,13 @@ def test_ncu_rep_agrees_with_csv(data_dir: Path) -> None:
     raw = nsdiag.load(data_dir / "calib_small/raw.csv.gz")
     rep = nsdiag.load(data_dir / "calib_small/report.ncu-rep.gz")
     assert_same_canonical(raw, rep, minimum_common=100)
-    assert list(rep.kernels["name"]) == ["dram_bandwidth_saturated_bad", "uncoalesced_global_access_bad"]
-    assert rep.kernels["demangled"].iloc[0].startswith("dram_bandwidth_saturated_bad(const float4 *")
+    assert list(rep.kernels["name"]) == [
+        "dram_bandwidth_saturated_bad",
+        "uncoalesced_global_access_bad",
+    ]
+    assert (
+        rep.kernels["demangled"].iloc[0].startswith("dram_bandwidth_saturated_bad(const float4 *")
+    )
     details = nsdiag.load(data_dir / "calib_small/details.csv.gz")
     # Same rule results through both formats (ids, types and speedups).
     key = ["id", "rule", "type"]
@@ -99,7 +134,9 @@ def test_ncu_rep_agrees_with_csv(data_dir: Path) -> None:
     assert "@section" not in " ".join(a["message"])
 
 
-def test_ncu_rep_without_package_gives_install_hint(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ncu_rep_without_package_gives_install_hint(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import builtins
 
     real_import = builtins.__import__
@@ -141,33 +178,44 @@ def _write(tmp_path: Path, text: str, name: str = "x.csv") -> Path:
 
 
 def test_synthetic_separators_na_and_noise(tmp_path: Path) -> None:
-    text = "\n".join([
-        "==PROF== Connected to process 1 (/bin/app)", "app says hello", HEADER,
-        '"","","","","","","","","","","","usecond","%","Mbyte"',
-        '"0","11","app","h","k1<int>(float *)","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","1,130.5","n/a","2,000.5"',
-        '"1","12","app2","h","k2","1","7","(32, 1, 1)","(4, 2, 1)","0","9.0","2.5","81.8","0.5"',
-        "==PROF== Disconnected from process 1", ""])
+    text = "\n".join(
+        [
+            "==PROF== Connected to process 1 (/bin/app)",
+            "app says hello",
+            HEADER,
+            '"","","","","","","","","","","","usecond","%","Mbyte"',
+            '"0","11","app","h","k1<int>(float *)","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","1,130.5","n/a","2,000.5"',
+            '"1","12","app2","h","k2","1","7","(32, 1, 1)","(4, 2, 1)","0","9.0","2.5","81.8","0.5"',
+            "==PROF== Disconnected from process 1",
+            "",
+        ]
+    )
     session = nsdiag.load(_write(tmp_path, text))
     k = session.kernels
     assert list(k["duration_ns"]) == [1_130_500.0, 2_500.0]
     assert np.isnan(k["dram_throughput_pct"].iloc[0]) and k["dram_throughput_pct"].iloc[1] == 81.8
     assert list(k["dram_read_bytes"]) == [2_000_500_000.0, 500_000.0]
     assert list(k["process_id"]) == ["11", "12"]
-    assert list(k["grid_size"]) == [1.0, 8.0]   # from "(4, 2, 1)" when launch__grid_size is absent
+    assert list(k["grid_size"]) == [1.0, 8.0]  # from "(4, 2, 1)" when launch__grid_size is absent
 
 
 def test_synthetic_older_header_without_launch_columns(tmp_path: Path) -> None:
-    text = '"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream","gpu__time_duration.sum"\n' \
-           '"","","","","","","","","nsecond"\n"0","1","a","h","k","2023-01-01","1","7","100"\n'
+    text = (
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream","gpu__time_duration.sum"\n'
+        '"","","","","","","","","nsecond"\n"0","1","a","h","k","2023-01-01","1","7","100"\n'
+    )
     session = nsdiag.load(_write(tmp_path, text))
     assert session.kernels["duration_ns"].iloc[0] == 100.0
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "not a CSV export nsdiag knows"),
-    ("garbage,1,2\n3,4,5\n", "not a CSV export nsdiag knows"),
-    (HEADER + "\n" + '"","","","","","","","","","","","ns","%","byte"\n', "no kernel rows"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "not a CSV export nsdiag knows"),
+        ("garbage,1,2\n3,4,5\n", "not a CSV export nsdiag knows"),
+        (HEADER + "\n" + '"","","","","","","","","","","","ns","%","byte"\n', "no kernel rows"),
+    ],
+)
 def test_unreadable_inputs_raise_input_error(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         nsdiag.load(_write(tmp_path, text, "bad.csv"))

@@ -1,5 +1,6 @@
 """Tests of reference_kernels/: CPU-only algebra and source checks always run; the GPU
 correctness tests (marker `gpu`) skip without torch or a CUDA device."""
+
 from __future__ import annotations
 
 import itertools
@@ -37,12 +38,15 @@ def random_case(rng: np.random.Generator, pixels: int) -> tuple[np.ndarray, ...]
 
 # --- CPU: algebra -------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("pixels", [1, 7, 1000])
 def test_fold_matches_two_step(pixels: int) -> None:
     x, mean, std, matrix = random_case(np.random.default_rng(pixels), pixels)
     folded, bias = fold_normalisation(mean, std, matrix)
     assert folded.shape == (3, 3) and bias.shape == (3,)
-    np.testing.assert_allclose(x @ folded + bias, two_step(x, mean, std, matrix), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        x @ folded + bias, two_step(x, mean, std, matrix), rtol=1e-12, atol=1e-12
+    )
 
 
 def test_fold_test_data_discriminates_wrong_folds() -> None:
@@ -60,7 +64,9 @@ def test_fold_works_on_torch_tensors() -> None:
     torch = pytest.importorskip("torch")
     x, mean, std, matrix = (torch.from_numpy(a) for a in random_case(np.random.default_rng(3), 50))
     folded, bias = fold_normalisation(mean, std, matrix)
-    torch.testing.assert_close(x @ folded + bias, ((x - mean) / std) @ matrix, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(
+        x @ folded + bias, ((x - mean) / std) @ matrix, rtol=1e-12, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("chunks", [1, 2, 3, 8, 13])
@@ -83,6 +89,7 @@ def test_chunk_bounds_rejects_bad_arguments() -> None:
 
 
 # --- CPU: the float4 kernel's lane mapping, read from the .cu source ------------------
+
 
 def float4_lane_map() -> list[tuple[list[int], list[int]]]:
     """(input float indices, output float indices) of each apply() call in float4_kernel,
@@ -111,26 +118,40 @@ def test_float4_mirror_matches_two_step(pixels: int) -> None:
     flat, out = x.reshape(-1), np.full(3 * pixels, np.nan)
     groups, tail = divmod(pixels, 4)
     for g in range(groups):
-        v, o = flat[12 * g:12 * g + 12], np.full(12, np.nan)
+        v, o = flat[12 * g : 12 * g + 12], np.full(12, np.nan)
         for inputs, outputs in float4_lane_map():
             o[outputs] = v[inputs] @ folded + bias
-        out[12 * g:12 * g + 12] = o
+        out[12 * g : 12 * g + 12] = o
     for k in range(tail):
         p = 4 * groups + k
-        out[3 * p:3 * p + 3] = flat[3 * p:3 * p + 3] @ folded + bias
-    np.testing.assert_allclose(out.reshape(pixels, 3), two_step(x, mean, std, matrix), rtol=1e-12, atol=1e-12)
+        out[3 * p : 3 * p + 3] = flat[3 * p : 3 * p + 3] @ folded + bias
+    np.testing.assert_allclose(
+        out.reshape(pixels, 3), two_step(x, mean, std, matrix), rtol=1e-12, atol=1e-12
+    )
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_kernels_compile_without_torch(tmp_path: Path) -> None:
     result = subprocess.run(
-        ["nvcc", "-arch=sm_90", "-DNSDIAG_NO_TORCH", "-c", str(CU_SOURCE), "-o", str(tmp_path / "k.o")],
-        check=False, capture_output=True, text=True, timeout=600,
+        [
+            "nvcc",
+            "-arch=sm_90",
+            "-DNSDIAG_NO_TORCH",
+            "-c",
+            str(CU_SOURCE),
+            "-o",
+            str(tmp_path / "k.o"),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr
 
 
 # --- GPU --------------------------------------------------------------------------
+
 
 def require_gpu() -> Any:
     torch = pytest.importorskip("torch")
@@ -215,8 +236,10 @@ def test_kernels_reject_bad_inputs() -> None:
         ext.fused(x.double(), params.matrix_folded, params.bias)
     with pytest.raises(RuntimeError):
         ext.float4(x[..., :2].contiguous(), params.matrix_folded, params.bias)
-    assert torch.equal(ext.fused(x, params.matrix_folded, params.bias),
-                       ext.float4(x, params.matrix_folded, params.bias))
+    assert torch.equal(
+        ext.fused(x, params.matrix_folded, params.bias),
+        ext.float4(x, params.matrix_folded, params.bias),
+    )
 
 
 @pytest.mark.gpu

@@ -5,28 +5,44 @@ plotly drew every chart, header clicks sort the kernel table, the filter box fil
 named `<img src=x onerror=alert(1)>` stays text. Skipped when playwright or chromium is missing
 (install: `apt-get install chromium` and `pip install playwright`; never `playwright install`).
 """
+
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 import nsdiag
-from tests.conftest import DATA
-
 from nsdiag.analysis.engine import diagnose
 from nsdiag.render import render
-from tests.test_render import (HOSTILE, fixture_case, hostile_session, synthetic_timeline, with_timeline)
+from tests.conftest import DATA
+from tests.test_render import (
+    HOSTILE,
+    fixture_case,
+    hostile_session,
+    synthetic_timeline,
+    with_timeline,
+)
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed "
-                               "(pip install playwright; the browser is the system chromium)")
+sync_api = pytest.importorskip(
+    "playwright.sync_api",
+    reason="the playwright package is not installed "
+    "(pip install playwright; the browser is the system chromium)",
+)
 if not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None:
     pytest.skip(f"{CHROMIUM} not found (apt-get install chromium)", allow_module_level=True)
 
@@ -48,7 +64,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         diagnosis, session = fixture_case(name)
         paths[name] = out / f"{name}.html"
         paths[name].write_text(render(diagnosis, session, "html"), encoding="utf-8")
-    for name in ("pipeline", "tiny_burst", "sync_heavy"):   # the real nsys recordings
+    for name in ("pipeline", "tiny_burst", "sync_heavy"):  # the real nsys recordings
         session = nsdiag.load(DATA / "nsys" / f"{name}.sqlite.gz")
         paths[name] = out / f"{name}.html"
         paths[name].write_text(render(diagnose(session), session, "html"), encoding="utf-8")
@@ -57,7 +73,9 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     session = with_timeline(session, timeline, nvtx)
     paths["timeline"] = out / "timeline.html"
     paths["timeline"].write_text(render(diagnosis, session, "html"), encoding="utf-8")
-    timeline, nvtx = synthetic_timeline(names=(HOSTILE, "ok_kernel"), nvtx_name="<script>alert(2)</script>")
+    timeline, nvtx = synthetic_timeline(
+        names=(HOSTILE, "ok_kernel"), nvtx_name="<script>alert(2)</script>"
+    )
     session = with_timeline(hostile_session(), timeline, nvtx)
     paths["hostile"] = out / "hostile.html"
     paths["hostile"].write_text(render(diagnose(session), session, "html"), encoding="utf-8")
@@ -87,7 +105,8 @@ class Page:
     def column(self, index: int) -> list[str]:
         return self.page.eval_on_selector_all(
             "#kernel-table tbody tr",
-            f"rows => rows.map(r => r.cells[{index}].getAttribute('data-v') ?? r.cells[{index}].textContent.trim())")
+            f"rows => rows.map(r => r.cells[{index}].getAttribute('data-v') ?? r.cells[{index}].textContent.trim())",
+        )
 
 
 @pytest.fixture
@@ -103,18 +122,37 @@ def open_page(browser: Any) -> Iterator[Any]:
         p.page.close()
 
 
-@pytest.mark.parametrize("name", ["reference", "calib", "torch_cases", "pipeline", "tiny_burst", "sync_heavy",
-                                  "timeline", "hostile"])
-def test_report_opens_cleanly_and_charts_draw(open_page: Any, reports: dict[str, Path], name: str) -> None:
+@pytest.mark.parametrize(
+    "name",
+    [
+        "reference",
+        "calib",
+        "torch_cases",
+        "pipeline",
+        "tiny_burst",
+        "sync_heavy",
+        "timeline",
+        "hostile",
+    ],
+)
+def test_report_opens_cleanly_and_charts_draw(
+    open_page: Any, reports: dict[str, Path], name: str
+) -> None:
     page = open_page(reports[name])
     assert page.errors == []
-    assert page.requests == [page.url]                                   # the file itself, nothing else
+    assert page.requests == [page.url]  # the file itself, nothing else
     plots = page.page.eval_on_selector_all(
-        ".plotly-graph-div", "divs => divs.map(d => [d.id, d.classList.contains('js-plotly-plot'),"
-                             " d.querySelectorAll('svg.main-svg').length, d.getBoundingClientRect().height])")
+        ".plotly-graph-div",
+        "divs => divs.map(d => [d.id, d.classList.contains('js-plotly-plot'),"
+        " d.querySelectorAll('svg.main-svg').length, d.getBoundingClientRect().height])",
+    )
     # Timeline-only sessions (nsys, no ncu metrics) have the timeline chart alone.
     assert len(plots) >= (1 if name in ("pipeline", "tiny_burst", "sync_heavy") else 3)
-    assert any(d == "chart-timeline" for d, *_ in plots) or name not in ("pipeline", "tiny_burst", "sync_heavy")
+    assert any(d == "chart-timeline" for d, *_ in plots) or name not in (
+        "pipeline",
+        "tiny_burst",
+        "sync_heavy",
+    )
     for div_id, drawn, svgs, height in plots:
         assert drawn and svgs > 0 and height > 50, div_id
     if name == "timeline":
@@ -152,28 +190,38 @@ def test_filter_box_filters_rows(open_page: Any, reports: dict[str, Path]) -> No
 
 def test_hostile_kernel_name_stays_text(open_page: Any, reports: dict[str, Path]) -> None:
     page = open_page(reports["hostile"])
-    page.page.wait_for_timeout(500)                                      # time for an onerror to fire
+    page.page.wait_for_timeout(500)  # time for an onerror to fire
     assert page.dialogs == []
     assert page.page.locator("img").count() == 0
-    assert page.page.evaluate("document.querySelectorAll('script').length") == 2 + page.page.evaluate(
-        "document.querySelectorAll('.plotly-graph-div').length")          # plotly.js, ours, one per chart
+    assert page.page.evaluate(
+        "document.querySelectorAll('script').length"
+    ) == 2 + page.page.evaluate(
+        "document.querySelectorAll('.plotly-graph-div').length"
+    )  # plotly.js, ours, one per chart
     cells = page.page.locator("#kernel-table td.name", has_text=HOSTILE)
     assert cells.count() == 1
     assert cells.first.inner_text() == HOSTILE and cells.first.get_attribute("title") == HOSTILE
     assert page.page.locator("#cards h3", has_text=HOSTILE).count() == 1
     hover_names = page.page.evaluate(
-        "document.getElementById('chart-roofline').data.flatMap(t => t.hovertext || []).join(' ')")
+        "document.getElementById('chart-roofline').data.flatMap(t => t.hovertext || []).join(' ')"
+    )
     assert "&lt;img" in hover_names
     assert page.errors == [] and page.requests == [page.url]
 
 
-def test_screenshot_of_the_reference_report(open_page: Any, reports: dict[str, Path], tmp_path: Path) -> None:
+def test_screenshot_of_the_reference_report(
+    open_page: Any, reports: dict[str, Path], tmp_path: Path
+) -> None:
     """The top of the reference report (summary, kernel table, roofline) as a PNG.
 
     NSDIAG_REPORT_SCREENSHOT=docs/report-reference-kernels.png refreshes the committed screenshot.
     """
     page = open_page(reports["reference"])
-    bottom = page.page.evaluate("document.getElementById('cards').getBoundingClientRect().top + window.scrollY")
+    bottom = page.page.evaluate(
+        "document.getElementById('cards').getBoundingClientRect().top + window.scrollY"
+    )
     target = Path(os.environ.get("NSDIAG_REPORT_SCREENSHOT") or tmp_path / "report.png")
-    page.page.screenshot(path=str(target), full_page=True, clip={"x": 0, "y": 0, "width": 1400, "height": bottom})
+    page.page.screenshot(
+        path=str(target), full_page=True, clip={"x": 0, "y": 0, "width": 1400, "height": bottom}
+    )
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and target.stat().st_size > 50_000

@@ -1,4 +1,5 @@
 """The rule table: every rule file loads and is documented; malformed rules fail here."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +10,7 @@ from nsdiag.analysis.rulespec import KERNEL_CAUSES, PROGRAM_CAUSES, load_rules, 
 from nsdiag.errors import RuleError
 from nsdiag.resources import rules_dir
 
-GOOD_RULE = '''id = "NSD900"
+GOOD_RULE = """id = "NSD900"
 cause = "dram-bandwidth-saturated"
 title = "t"
 scope = "kernel"
@@ -25,7 +26,7 @@ why = "w"
 fix = "f"
 false_positives = "p"
 references = ["r"]
-'''
+"""
 
 
 def test_every_rule_loads_with_unique_ids_and_docs() -> None:
@@ -55,19 +56,42 @@ def test_template_rule_parses(tmp_path: Path) -> None:
     assert rule.condition is not None and rule.condition.evaluate({"dram_throughput_pct": 70.0})
 
 
-@pytest.mark.parametrize("old, new, message", [
-    ('condition = "dram_throughput_pct >= 60"', 'condition = "dram_throughput_pc >= 60"', "unknown metric"),
-    ('condition = "dram_throughput_pct >= 60"', 'condition = "dram_throughput_pct >>= 60"', "malformed condition"),
-    ('condition = "dram_throughput_pct >= 60"', 'condition = "__import__(\'os\').system(\'x\') or 1"', "malformed condition"),
-    ('condition = "dram_throughput_pct >= 60"', 'condition = "dram_throughput_pct.real >= 60"', "malformed condition"),
-    ('requires = ["dram_throughput_pct"]', 'requires = ["no_such_metric"]', "requires unknown"),
-    ('evidence = ["dram_throughput_pct"]', 'evidence = ["no_such_metric"]', "evidence names unknown"),
-    ('impact = "0.5"', 'impact = "lambda: 1"', "malformed impact"),
-    ('false_positives = "p"\n', '', "documentation section"),
-    ('scope = "kernel"', 'scope = "galaxy"', "scope must be"),
-    ('id = "NSD900"', 'id = "NSD901"', "must start with its id"),
-    ('title = "t"', 'title = ""', "missing or empty 'title'"),
-])
+@pytest.mark.parametrize(
+    "old, new, message",
+    [
+        (
+            'condition = "dram_throughput_pct >= 60"',
+            'condition = "dram_throughput_pc >= 60"',
+            "unknown metric",
+        ),
+        (
+            'condition = "dram_throughput_pct >= 60"',
+            'condition = "dram_throughput_pct >>= 60"',
+            "malformed condition",
+        ),
+        (
+            'condition = "dram_throughput_pct >= 60"',
+            "condition = \"__import__('os').system('x') or 1\"",
+            "malformed condition",
+        ),
+        (
+            'condition = "dram_throughput_pct >= 60"',
+            'condition = "dram_throughput_pct.real >= 60"',
+            "malformed condition",
+        ),
+        ('requires = ["dram_throughput_pct"]', 'requires = ["no_such_metric"]', "requires unknown"),
+        (
+            'evidence = ["dram_throughput_pct"]',
+            'evidence = ["no_such_metric"]',
+            "evidence names unknown",
+        ),
+        ('impact = "0.5"', 'impact = "lambda: 1"', "malformed impact"),
+        ('false_positives = "p"\n', "", "documentation section"),
+        ('scope = "kernel"', 'scope = "galaxy"', "scope must be"),
+        ('id = "NSD900"', 'id = "NSD901"', "must start with its id"),
+        ('title = "t"', 'title = ""', "missing or empty 'title'"),
+    ],
+)
 def test_bad_rule_files_fail(tmp_path: Path, old: str, new: str, message: str) -> None:
     assert old in GOOD_RULE
     with pytest.raises(RuleError, match=message):

@@ -2,6 +2,7 @@
 the rules' metric list, the plan for the benchmark's transformer step, and the verdicts of the
 targeted session (the rules' metrics by name, one launch per signature) against `ncu --set full`
 on every launch of the same step."""
+
 from __future__ import annotations
 
 import gzip
@@ -18,8 +19,8 @@ from nsdiag.collect import metric_set, plan, session_dir
 from nsdiag.collect.profile import timeline_weights
 from nsdiag.model.catalogue import CATALOGUE
 from nsdiag.readers.merge import merge_sessions
-
 from tests.conftest import DATA
+
 STEP = DATA / "profile" / "transformer_step.sqlite.gz"
 
 
@@ -33,10 +34,12 @@ def full_set_header() -> list[str]:
 
 def test_query_output_parses_in_csv_and_table_form() -> None:
     # the first lines of `ncu --query-metrics --csv` on the H200, then the same in table form
-    csv_text = ('"Metric name","Metric type","Metric unit","Metric description","NVIDIA H200"\n'
-                '"FBSP.TriageCompute.dramc__cycles_elapsed","Counter","cycle","","1"\n'
-                '"dram__bytes_read","Counter","byte","# of bytes read from DRAM","1"\n'
-                '"sm__cycles_active","Counter","cycle","# of cycles with at least one warp in flight","1"\n')
+    csv_text = (
+        '"Metric name","Metric type","Metric unit","Metric description","NVIDIA H200"\n'
+        '"FBSP.TriageCompute.dramc__cycles_elapsed","Counter","cycle","","1"\n'
+        '"dram__bytes_read","Counter","byte","# of bytes read from DRAM","1"\n'
+        '"sm__cycles_active","Counter","cycle","# of cycles with at least one warp in flight","1"\n'
+    )
     assert metric_set.parse_query(csv_text) == {"dram__bytes_read", "sm__cycles_active"}
     table = "Device NVIDIA H200 (GH100)\n----\nMetric Name  Metric Type  Metric Unit\ndram__bytes_read  Counter  byte\n"
     assert metric_set.parse_query(table) == {"dram__bytes_read"}
@@ -44,12 +47,19 @@ def test_query_output_parses_in_csv_and_table_form() -> None:
 
 
 def test_rule_metrics_take_the_first_name_the_chip_knows() -> None:
-    chosen = metric_set.rule_metrics({"dram__throughput", "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off",
-                                      "launch__grid_size"})
+    chosen = metric_set.rule_metrics(
+        {
+            "dram__throughput",
+            "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off",
+            "launch__grid_size",
+        }
+    )
     # gpu__dram_throughput (preferred) is unknown here: its fallback dram__throughput is taken
     assert "dram__throughput.avg.pct_of_peak_sustained_elapsed" in chosen
-    assert "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum" in chosen     # pattern entry
-    assert not any(m.startswith("launch__") for m in chosen)                                   # from LaunchStats
+    assert (
+        "sm__ops_path_tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum" in chosen
+    )  # pattern entry
+    assert not any(m.startswith("launch__") for m in chosen)  # from LaunchStats
     assert metric_set.rule_metrics(set()) == []
 
 
@@ -64,8 +74,10 @@ def test_rule_metrics_on_the_h200_cover_what_the_full_set_records() -> None:
         name = next((n for n in spec.ncu if n in recorded), None)
         from_sections = ("launch__", "device__", "sm__maximum_warps", "profiler__", "derived__")
         if name and "__" in name and not name.startswith(from_sections):
-            assert any(metric_set.base_name(c) == metric_set.base_name(name) for c in chosen), spec.name
-    assert "dram__bytes.sum.peak_sustained.per_second" not in chosen     # not a name ncu accepts
+            assert any(metric_set.base_name(c) == metric_set.base_name(name) for c in chosen), (
+                spec.name
+            )
+    assert "dram__bytes.sum.peak_sustained.per_second" not in chosen  # not a name ncu accepts
 
 
 # ------------------------------------------------------------------ the plan for a real step
@@ -81,24 +93,37 @@ def test_plan_for_the_recorded_transformer_step(step_timeline: pd.DataFrame) -> 
     timeline = step_timeline
     kernels = timeline[timeline["kind"] == "kernel"]
     # nsys's mangled names: Itanium-mangled for C++ kernels, the plain name for extern "C" ones (nvjet)
-    assert (kernels["mangled_name"] != "").all() and kernels["mangled_name"].str.startswith("_Z").mean() > 0.8
-    assert kernels["mangled_name"].nunique() == 56 > kernels["short_name"].nunique() == 43   # template instances
+    assert (kernels["mangled_name"] != "").all() and kernels["mangled_name"].str.startswith(
+        "_Z"
+    ).mean() > 0.8
+    assert (
+        kernels["mangled_name"].nunique() == 56 > kernels["short_name"].nunique() == 43
+    )  # template instances
     p = plan.make_plan(timeline, plan.PlanSettings(coverage=0.9, program_s=14.0))
     assert p.total_launches == 301 and p.name_base == "mangled" and p.uncovered == ()
     # One run with mangled names reaches the first launch of every launch configuration; two nvjet
     # GEMMs also ran with other K under the same grid (duration groups 1.5x apart), whose first
     # launches are second of their configuration: a second run counting 2 for those two names.
     first, second = p.rounds
-    assert (first.launch_count, first.launches, second.launch_count, second.launches) == (1, 54, 2, 4)
+    assert (first.launch_count, first.launches, second.launch_count, second.launches) == (
+        1,
+        54,
+        2,
+        4,
+    )
     assert all(n.startswith("nvjet_sm90_tst_192x128_64x5_1x2_h_bz_coopB") for n in second.names)
     assert {(s.variant, s.variants) for s in second.wanted} <= {(1, 2), (1, 3), (2, 3)}
     assert p.planned_share >= 0.9
-    assert p.launches * plan.SECONDS_PER_LAUNCH["rules"] < p.total_launches * plan.SECONDS_PER_LAUNCH["full"] / 10
+    assert (
+        p.launches * plan.SECONDS_PER_LAUNCH["rules"]
+        < p.total_launches * plan.SECONDS_PER_LAUNCH["full"] / 10
+    )
 
 
 @pytest.mark.parametrize("program_s, runs", [(16.5, [(1, 54), (2, 4)]), (25.0, [(2, 92)])])
-def test_plan_weighs_a_second_program_run_against_counting_further(program_s: float, runs: list,
-                                                                    step_timeline: pd.DataFrame) -> None:
+def test_plan_weighs_a_second_program_run_against_counting_further(
+    program_s: float, runs: list, step_timeline: pd.DataFrame
+) -> None:
     """The two-K GEMMs' later groups cost either one more run of the program (4 launches) or a
     launch count of 2 in the one run (38 more launches, about 0.5 s each): the planner looks one
     run ahead at that run's cheapest count, so the answer turns with the program's start-up time.
@@ -112,7 +137,7 @@ def test_plan_weighs_a_second_program_run_against_counting_further(program_s: fl
 
 def test_duration_groups_split_at_large_gaps_only() -> None:
     assert plan.duration_groups([10.0, 11.0, 28.0, 10.5, 27.0]) == [0, 0, 1, 0, 1]
-    assert plan.duration_groups([10.0, 14.0, 19.0, 26.0]) == [0, 0, 0, 0]      # steps of < 1.5x
+    assert plan.duration_groups([10.0, 14.0, 19.0, 26.0]) == [0, 0, 0, 0]  # steps of < 1.5x
     assert plan.duration_groups([9.8, 236.0, 30.0]) == [0, 2, 1]
 
 
@@ -120,7 +145,10 @@ def test_duration_groups_split_at_large_gaps_only() -> None:
 
 
 def verdicts(diagnosis: Diagnosis) -> dict[tuple[str, str, str], tuple[str, str]]:
-    return {(plan.normalized(k.name), str(k.grid), str(k.block)): (k.bound, k.limiter) for k in diagnosis.kernels}
+    return {
+        (plan.normalized(k.name), str(k.grid), str(k.block)): (k.bound, k.limiter)
+        for k in diagnosis.kernels
+    }
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +157,12 @@ def targeted_and_full() -> tuple[nsdiag.Session, nsdiag.Session]:
     targeted = session_dir.assemble([(folder / "targeted.raw.csv.gz", None)], STEP, {})
     assert targeted is not None
     targeted.kernels = timeline_weights(targeted.kernels, plan.kernel_launches(targeted.timeline))
-    full = merge_sessions([session_dir.load_ncu_report(folder / f"full-{n}.raw.csv.gz", None) for n in ("0000", "0150")])
+    full = merge_sessions(
+        [
+            session_dir.load_ncu_report(folder / f"full-{n}.raw.csv.gz", None)
+            for n in ("0000", "0150")
+        ]
+    )
     return targeted, full
 
 
@@ -139,14 +172,17 @@ def full_diagnosis(targeted_and_full: tuple[nsdiag.Session, nsdiag.Session]) -> 
     return diagnose(targeted_and_full[1])
 
 
-def test_targeted_session_profiles_each_signature_once(targeted_and_full: tuple[nsdiag.Session, nsdiag.Session]) -> None:
+def test_targeted_session_profiles_each_signature_once(
+    targeted_and_full: tuple[nsdiag.Session, nsdiag.Session],
+) -> None:
     targeted, full = targeted_and_full
     assert len(targeted.kernels) == 55 and len(full.kernels) == 301
     assert targeted.kernels["timeline_launches"].notna().all()
 
 
-def test_targeted_verdicts_match_the_full_set(targeted_and_full: tuple[nsdiag.Session, nsdiag.Session],
-                                              full_diagnosis: Diagnosis) -> None:
+def test_targeted_verdicts_match_the_full_set(
+    targeted_and_full: tuple[nsdiag.Session, nsdiag.Session], full_diagnosis: Diagnosis
+) -> None:
     mine, theirs = verdicts(diagnose(targeted_and_full[0])), verdicts(full_diagnosis)
     compared = {key: (v, theirs[key]) for key, v in mine.items() if key in theirs}
     assert len(compared) == len(mine) == 55
@@ -157,15 +193,19 @@ def test_targeted_verdicts_match_the_full_set(targeted_and_full: tuple[nsdiag.Se
     assert len(differ) <= 1
 
 
-def test_no_rule_lacks_a_metric_the_full_set_had(targeted_and_full: tuple[nsdiag.Session, nsdiag.Session],
-                                                 full_diagnosis: Diagnosis) -> None:
+def test_no_rule_lacks_a_metric_the_full_set_had(
+    targeted_and_full: tuple[nsdiag.Session, nsdiag.Session], full_diagnosis: Diagnosis
+) -> None:
     lacking = {s for k in diagnose(targeted_and_full[0]).kernels for s in k.skipped}
     had = {s for k in full_diagnosis.kernels for s in k.skipped}
     assert lacking <= had
 
 
-def test_variant_aware_plan_agrees_with_the_full_set(targeted_and_full: tuple[nsdiag.Session, nsdiag.Session],
-                                                     full_diagnosis: Diagnosis, step_timeline: pd.DataFrame) -> None:
+def test_variant_aware_plan_agrees_with_the_full_set(
+    targeted_and_full: tuple[nsdiag.Session, nsdiag.Session],
+    full_diagnosis: Diagnosis,
+    step_timeline: pd.DataFrame,
+) -> None:
     """The launches the variant-aware plan profiles, taken from the full-set recording (every
     launch of the step, in launch order), weighted by the timeline as a targeted session is:
     every verdict matches the full set's, the two-K GEMM included."""
@@ -174,11 +214,18 @@ def test_variant_aware_plan_agrees_with_the_full_set(targeted_and_full: tuple[ns
     launches = plan.kernel_launches(timeline)
     p = plan.make_plan(timeline, plan.PlanSettings(coverage=0.9, program_s=14.0))
     positions = sorted({i for r in p.rounds for i in plan.launch_positions(launches, r)})
-    assert 55 <= len(positions) <= p.launches    # the second run repeats first launches of its configurations
+    assert (
+        55 <= len(positions) <= p.launches
+    )  # the second run repeats first launches of its configurations
     rows = full.kernels.reset_index(drop=True)
-    assert [(plan.function_name(n), g, b) for n, g, b in zip(rows["name"], rows["grid"], rows["block"])] == \
-        [(f, g, b) for f, g, b in zip(launches["function"], launches["grid"], launches["block"])]   # same order
-    picked = nsdiag.Session(kernels=timeline_weights(rows.iloc[positions].reset_index(drop=True), launches))
+    assert [
+        (plan.function_name(n), g, b) for n, g, b in zip(rows["name"], rows["grid"], rows["block"])
+    ] == [
+        (f, g, b) for f, g, b in zip(launches["function"], launches["grid"], launches["block"])
+    ]  # same order
+    picked = nsdiag.Session(
+        kernels=timeline_weights(rows.iloc[positions].reset_index(drop=True), launches)
+    )
     mine, theirs = verdicts(diagnose(picked)), verdicts(full_diagnosis)
     assert set(mine) <= set(theirs) and len(mine) == 55
     assert {key[0][:60]: (v, theirs[key]) for key, v in mine.items() if v != theirs[key]} == {}
@@ -190,11 +237,18 @@ def test_duration_group_session_matches_its_full_set() -> None:
     every launch of the same step, recorded the same day (tests/data/profile/duration-groups)."""
     folder = DATA / "profile" / "duration-groups"
     targeted = nsdiag.load(folder / "session")
-    full = merge_sessions([session_dir.load_ncu_report(folder / f"full-{n}.raw.csv.gz", None) for n in ("0000", "0150")])
+    full = merge_sessions(
+        [
+            session_dir.load_ncu_report(folder / f"full-{n}.raw.csv.gz", None)
+            for n in ("0000", "0150")
+        ]
+    )
     assert len(targeted.kernels) == 92 and len(full.kernels) == 301
     # every planned duration group has a profiled launch matched to it (by duration)
     status = json.loads((folder / "session" / "status.json").read_text())
-    groups = {(g["name"], g["variant"]) for g in status["plan"]["signatures"] if g.get("variants", 1) > 1}
+    groups = {
+        (g["name"], g["variant"]) for g in status["plan"]["signatures"] if g.get("variants", 1) > 1
+    }
     k = targeted.kernels
     matched = set(zip(k["name"], k["timeline_variant"]))
     assert len(groups) == 3 and groups <= matched
@@ -210,8 +264,12 @@ def test_eight_layer_session_against_its_full_set_differs_only_in_close_calls() 
     6 points of the 60% threshold, and nsdiag calls each a close call on at least one side."""
     folder = DATA / "profile" / "layers8"
     targeted = nsdiag.load(folder / "session")
-    full = merge_sessions([session_dir.load_ncu_report(folder / f"full-{n}.raw.csv.gz", None)
-                           for n in ("0000", "0180", "0360")])
+    full = merge_sessions(
+        [
+            session_dir.load_ncu_report(folder / f"full-{n}.raw.csv.gz", None)
+            for n in ("0000", "0180", "0360")
+        ]
+    )
     assert len(targeted.kernels) == 92 and len(full.kernels) == 537
     mine = {(plan.normalized(k.name), k.grid, k.block): k for k in diagnose(targeted).kernels}
     theirs = {(plan.normalized(k.name), k.grid, k.block): k for k in diagnose(full).kernels}
@@ -228,13 +286,28 @@ def test_bench_summary_reports_ratio_and_differences_from_the_recordings(tmp_pat
     note and docs/profile-status.md quote come from this stage."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("bench_profile", Path(__file__).parents[1] / "benchmarks" / "bench_profile.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_profile", Path(__file__).parents[1] / "benchmarks" / "bench_profile.py"
+    )
     assert spec and spec.loader
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     folder = DATA / "profile" / "layers8"
     out = tmp_path / "summary.json"
-    assert bench.main(["summary", "--out", str(folder), "--session", str(folder / "session"), "--json", str(out)]) == 0
+    assert (
+        bench.main(
+            [
+                "summary",
+                "--out",
+                str(folder),
+                "--session",
+                str(folder / "session"),
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     figures = json.loads(out.read_text())
     assert figures["full_launches"] == 537 and round(figures["ratio"], 1) == 13.5
     assert figures["planned_launches"] == 92 and figures["runs"] == 1

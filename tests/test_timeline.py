@@ -4,6 +4,7 @@ tests/data/nsys/ and on small synthetic exports built here for the edge cases.
 Recordings (see tests/data/README.md): pipeline = reference_kernels/run_all.py --variants
 stream_split,serial_pageable; tiny_burst and sync_heavy = tests/calibration/timeline_cases.py.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -21,14 +22,18 @@ from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program import ANALYSES
 from nsdiag.analysis.rulespec import default_rules, find_rule
 from nsdiag.analysis.timeline import overlap_summary
-from nsdiag.model.intervals import enclosing
 from nsdiag.collect import nsys_export
 from nsdiag.errors import InputError, MissingDependencyError
-from nsdiag.readers import load, nsys_sqlite, reader_for
-from nsdiag.readers import nsys_rep, nsys_stats_csv
+from nsdiag.model.intervals import enclosing
+from nsdiag.readers import load, nsys_rep, nsys_sqlite, nsys_stats_csv, reader_for
 
-TIMELINE_RULES = {"NSD401": "pageable-memcpy", "NSD402": "no-copy-compute-overlap", "NSD403": "sync-heavy",
-                  "NSD404": "gpu-idle-gaps", "NSD405": "launch-overhead"}
+TIMELINE_RULES = {
+    "NSD401": "pageable-memcpy",
+    "NSD402": "no-copy-compute-overlap",
+    "NSD403": "sync-heavy",
+    "NSD404": "gpu-idle-gaps",
+    "NSD405": "launch-overhead",
+}
 
 
 @pytest.fixture(scope="module")
@@ -50,20 +55,32 @@ def by(diagnosis: Diagnosis, cause: str, rng: str | None):
 
 # ---------------------------------------------------------------- readers on the recordings
 
+
 def test_pipeline_tables(recordings: dict) -> None:
     session, _ = recordings["pipeline"]
     t = session.timeline
     assert t["kind"].value_counts().to_dict() == {"memcpy": 62, "kernel": 29}
-    assert t["start_ns"].is_monotonic_increasing and (t["duration_ns"] == t["end_ns"] - t["start_ns"]).all()
+    assert (
+        t["start_ns"].is_monotonic_increasing
+        and (t["duration_ns"] == t["end_ns"] - t["start_ns"]).all()
+    )
     serial = t[(t["nvtx_range"] == "serial_pageable") & (t["kind"] == "memcpy")]
     assert set(zip(serial["copy_kind"], serial["src_kind"], serial["dst_kind"])) == {
-        ("HtoD", "pageable", "device"), ("DtoH", "device", "pageable")}
+        ("HtoD", "pageable", "device"),
+        ("DtoH", "device", "pageable"),
+    }
     assert serial["bytes"].sum() == 6 * 50331648
     split = t[t["nvtx_range"] == "stream_split"]
-    assert set(split.loc[split["kind"] == "memcpy", "src_kind"]) | set(split.loc[split["kind"] == "memcpy", "dst_kind"]) \
-        == {"pinned", "device"}
-    assert split["stream"].nunique() == 3 and len(split) == 72       # 3 calls x 8 chunks x (H2D, kernel, D2H)
-    assert session.nvtx_ranges["name"].value_counts().to_dict() == {"stream_split": 3, "serial_pageable": 3}
+    assert set(split.loc[split["kind"] == "memcpy", "src_kind"]) | set(
+        split.loc[split["kind"] == "memcpy", "dst_kind"]
+    ) == {"pinned", "device"}
+    assert (
+        split["stream"].nunique() == 3 and len(split) == 72
+    )  # 3 calls x 8 chunks x (H2D, kernel, D2H)
+    assert session.nvtx_ranges["name"].value_counts().to_dict() == {
+        "stream_split": 3,
+        "serial_pageable": 3,
+    }
     device = session.meta["device"]
     assert (device["name"], device["sm_count"], device["cc"]) == ("NVIDIA H200", 132, "9.0")
     assert session.meta["nsys_version"].startswith("2025.3")
@@ -71,39 +88,55 @@ def test_pipeline_tables(recordings: dict) -> None:
 
 def test_activities_attributed_to_their_launching_range(recordings: dict) -> None:
     tiny, _ = recordings["tiny_burst"]
-    counts = tiny.timeline[tiny.timeline["kind"] == "kernel"]["nvtx_range"].value_counts(dropna=False)
+    counts = tiny.timeline[tiny.timeline["kind"] == "kernel"]["nvtx_range"].value_counts(
+        dropna=False
+    )
     assert counts["tiny_burst"] == 2000 and counts["batched"] == 1
     sync, _ = recordings["sync_heavy"]
-    assert sync.timeline["nvtx_range"].value_counts().to_dict() == {"sync_every_op": 500, "sync_once": 500}
+    assert sync.timeline["nvtx_range"].value_counts().to_dict() == {
+        "sync_every_op": 500,
+        "sync_once": 500,
+    }
     launched = sync.timeline[sync.timeline["api_start_ns"] > 0]
-    assert (launched["api_start_ns"] <= launched["start_ns"]).all()   # a launch call precedes its kernel
+    assert (
+        launched["api_start_ns"] <= launched["start_ns"]
+    ).all()  # a launch call precedes its kernel
 
 
 def test_api_calls_blocking_syncs(recordings: dict) -> None:
     sync, _ = recordings["sync_heavy"]
     api = sync.api_calls
-    assert not api["name"].str.contains(r"_v\d+$").any()              # version suffixes stripped
+    assert not api["name"].str.contains(r"_v\d+$").any()  # version suffixes stripped
     every = api[(api["nvtx_range"] == "sync_every_op") & api["is_sync"]]
     assert len(every) == 500 and set(every["name"]) == {"cudaDeviceSynchronize"}
     assert not api.loc[api["name"] == "cudaLaunchKernel", "is_sync"].any()
     pipe, _ = recordings["pipeline"]
     calls = pipe.api_calls
-    assert not calls.loc[calls["name"] == "cudaStreamWaitEvent", "is_sync"].any()   # orders streams, host runs on
+    assert not calls.loc[
+        calls["name"] == "cudaStreamWaitEvent", "is_sync"
+    ].any()  # orders streams, host runs on
     assert calls.loc[calls["name"] == "cudaStreamSynchronize", "is_sync"].all()
     assert not calls.loc[calls["name"] == "cudaMemcpyAsync", "is_sync"].any()
 
 
 # ---------------------------------------------------------------- findings on the recordings
 
+
 def test_pipeline_flags_the_serial_twin_not_the_stream_split(recordings: dict) -> None:
     _, d = recordings["pipeline"]
     # The unnamed findings are the program's set-up: run_all.py's pageable .cpu() of the inputs
     # and the GPU idle while it pins host buffers (cudaHostAlloc, 46 ms). Both are real.
-    assert found(d) == {("pageable-memcpy", "serial_pageable"), ("no-copy-compute-overlap", "serial_pageable"),
-                        ("pageable-memcpy", None), ("gpu-idle-gaps", None)}
+    assert found(d) == {
+        ("pageable-memcpy", "serial_pageable"),
+        ("no-copy-compute-overlap", "serial_pageable"),
+        ("pageable-memcpy", None),
+        ("gpu-idle-gaps", None),
+    }
     pageable = by(d, "pageable-memcpy", "serial_pageable")
     h2d = pageable.details["directions"]["h2d"]
-    assert h2d["achieved_gb_per_s"] < 12 and h2d["pinned_gb_per_s"] > 45   # pinned copies in stream_split
+    assert (
+        h2d["achieved_gb_per_s"] < 12 and h2d["pinned_gb_per_s"] > 45
+    )  # pinned copies in stream_split
     assert 0.15 < pageable.impact < 0.35
     overlap = by(d, "no-copy-compute-overlap", "serial_pageable")
     assert overlap.details["overlap_fraction"] == 0.0 and overlap.details["copy_streams"] == [7]
@@ -136,7 +169,11 @@ def test_sync_every_op_is_sync_heavy_and_sync_once_is_not(recordings: dict) -> N
     # sync_once's 500 tiny launches are launch-bound (14 us apart), as tiny_burst's are: that
     # finding is right. The syncs' gaps are claimed by sync-heavy, so sync_every_op has no
     # launch-overhead finding (no double counting).
-    assert found(d) == {("sync-heavy", "sync_every_op"), ("launch-overhead", "sync_once"), ("gpu-idle-gaps", None)}
+    assert found(d) == {
+        ("sync-heavy", "sync_every_op"),
+        ("launch-overhead", "sync_once"),
+        ("gpu-idle-gaps", None),
+    }
     f = by(d, "sync-heavy", "sync_every_op")
     assert f.details["sync_calls"] == 500 and f.details["median_work_ns"] < 2000
     assert 0.05 < f.impact < 0.2
@@ -163,6 +200,7 @@ def test_json_program_findings_carry_the_range(recordings: dict) -> None:
 
 # ---------------------------------------------------------------- nsys stats CSV
 
+
 def test_stats_gpu_trace_matches_the_sqlite_timeline(data_dir: Path, recordings: dict) -> None:
     path = data_dir / "nsys" / "tiny_burst_stats_cuda_gpu_trace.csv.gz"
     assert reader_for(path) is nsys_stats_csv.read
@@ -172,16 +210,25 @@ def test_stats_gpu_trace_matches_the_sqlite_timeline(data_dir: Path, recordings:
     sqlite_starts = recordings["tiny_burst"][0].timeline["start_ns"].to_numpy()
     np.testing.assert_array_equal(np.sort(t["start_ns"].to_numpy()), np.sort(sqlite_starts))
     copy = t[t["kind"] == "memcpy"].iloc[0]
-    assert (copy["copy_kind"], copy["src_kind"], copy["dst_kind"], copy["bytes"]) == ("DtoH", "device", "pinned", 4.0)
+    assert (copy["copy_kind"], copy["src_kind"], copy["dst_kind"], copy["bytes"]) == (
+        "DtoH",
+        "device",
+        "pinned",
+        4.0,
+    )
     assert t.loc[t["kind"] == "kernel", "grid"].iloc[1] == "(2000, 1, 1)"
     assert session.meta["device"]["name"] == "NVIDIA H200"
-    d = diagnose(session)   # no NVTX in a stats trace: the burst is found, unattributed
+    d = diagnose(session)  # no NVTX in a stats trace: the burst is found, unattributed
     assert ("launch-overhead", None) in found(d)
 
 
 def test_stats_summaries_go_to_meta(data_dir: Path) -> None:
-    session = load([data_dir / "nsys" / "sync_heavy_stats_cuda_gpu_kern_sum.csv.gz",
-                    data_dir / "nsys" / "sync_heavy_stats_cuda_api_sum.csv.gz"])
+    session = load(
+        [
+            data_dir / "nsys" / "sync_heavy_stats_cuda_gpu_kern_sum.csv.gz",
+            data_dir / "nsys" / "sync_heavy_stats_cuda_api_sum.csv.gz",
+        ]
+    )
     kernels = session.meta["nsys_cuda_gpu_kern_sum"]
     assert sum(k["instances"] for k in kernels) == 1042
     assert kernels[0]["total_time_ns"] == 824799
@@ -207,17 +254,21 @@ SCHEMA = {
     "textId INTEGER, domainId INTEGER",
     "TARGET_INFO_GPU": "id INTEGER, name TEXT, smCount INTEGER, computeMajor INTEGER, computeMinor INTEGER",
 }
-PID = (1 << 24 | 77) << 24          # serialised global pid 77 on vm 1
-TID = PID | 78                      # its thread 78
+PID = (1 << 24 | 77) << 24  # serialised global pid 77 on vm 1
+TID = PID | 78  # its thread 78
 
 
-def make_db(path: Path, rows: dict[str, list[tuple]], tables: tuple[str, ...] | None = None) -> Path:
+def make_db(
+    path: Path, rows: dict[str, list[tuple]], tables: tuple[str, ...] | None = None
+) -> Path:
     con = sqlite3.connect(path)
     for table in tables or tuple(SCHEMA):
         con.execute(f"CREATE TABLE {table} ({SCHEMA[table]})")
     for table, values in rows.items():
         if values:
-            con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(values[0]))})", values)
+            con.executemany(
+                f"INSERT INTO {table} VALUES ({', '.join('?' * len(values[0]))})", values
+            )
     con.commit()
     con.close()
     return path
@@ -227,35 +278,62 @@ def kernel(start: int, end: int, corr: int, stream: int = 7) -> tuple:
     return (start, end, 0, 1, stream, corr, PID, 1, 2, 4, 1, 1, 128, 1, 1)
 
 
-STRINGS = [(0, "cudaLaunchKernel_v7000"), (1, "void add<float>(float*)"), (2, "add"),
-           (3, "cudaDeviceSynchronize_v3020"), (4, "registered_range")]
+STRINGS = [
+    (0, "cudaLaunchKernel_v7000"),
+    (1, "void add<float>(float*)"),
+    (2, "add"),
+    (3, "cudaDeviceSynchronize_v3020"),
+    (4, "registered_range"),
+]
 
 
 def test_nested_and_start_end_ranges_and_null_ends(tmp_path: Path) -> None:
     rows = {
         "StringIds": STRINGS,
-        "CUPTI_ACTIVITY_KIND_KERNEL": [kernel(1500, 1600, 1), kernel(2500, 2600, 2), kernel(3500, 3600, 3),
-                                       kernel(9500, 9600, 4)],
-        "CUPTI_ACTIVITY_KIND_RUNTIME": [(1000, 1100, 0, TID, 1, 0, 0), (2000, 2100, 0, TID, 2, 0, 0),
-                                        (3000, 3100, 0, TID, 3, 0, 0), (9000, 9100, 0, TID, 4, 0, 0)],
-        "NVTX_EVENTS": [(500, 5000, 59, "outer", TID, None, 0),        # push/pop
-                        (1800, 2200, 59, None, TID, 4, 0),            # registered string via textId
-                        (2900, 3200, 60, "start_end", TID, None, 0),   # start/end range
-                        (2950, None, 34, "a mark", TID, None, 0)],     # instant marker: no end, skipped
+        "CUPTI_ACTIVITY_KIND_KERNEL": [
+            kernel(1500, 1600, 1),
+            kernel(2500, 2600, 2),
+            kernel(3500, 3600, 3),
+            kernel(9500, 9600, 4),
+        ],
+        "CUPTI_ACTIVITY_KIND_RUNTIME": [
+            (1000, 1100, 0, TID, 1, 0, 0),
+            (2000, 2100, 0, TID, 2, 0, 0),
+            (3000, 3100, 0, TID, 3, 0, 0),
+            (9000, 9100, 0, TID, 4, 0, 0),
+        ],
+        "NVTX_EVENTS": [
+            (500, 5000, 59, "outer", TID, None, 0),  # push/pop
+            (1800, 2200, 59, None, TID, 4, 0),  # registered string via textId
+            (2900, 3200, 60, "start_end", TID, None, 0),  # start/end range
+            (2950, None, 34, "a mark", TID, None, 0),
+        ],  # instant marker: no end, skipped
         "TARGET_INFO_GPU": [(0, "Test GPU", 10, 8, 6)],
     }
     session = nsys_sqlite.read(make_db(tmp_path / "t.sqlite", rows))
-    assert list(session.timeline["nvtx_range"].fillna("-")) == ["outer", "registered_range", "start_end", "-"]
+    assert list(session.timeline["nvtx_range"].fillna("-")) == [
+        "outer",
+        "registered_range",
+        "start_end",
+        "-",
+    ]
     nvtx = session.nvtx_ranges.set_index("name")
     assert "a mark" not in nvtx.index and nvtx.loc["registered_range", "depth"] == 1
     assert (nvtx.loc["outer", "process_id"], nvtx.loc["outer", "thread_id"]) == (77, 78)
-    assert session.timeline["grid"].iloc[0] == "(4, 1, 1)" and session.timeline["name"].iloc[0] == "void add<float>(float*)"
+    assert (
+        session.timeline["grid"].iloc[0] == "(4, 1, 1)"
+        and session.timeline["name"].iloc[0] == "void add<float>(float*)"
+    )
     assert session.meta["device"] == {"id": 0, "name": "Test GPU", "sm_count": 10, "cc": "8.6"}
 
 
 def test_missing_tables_are_tolerated(tmp_path: Path) -> None:
-    rows = {"StringIds": STRINGS, "CUPTI_ACTIVITY_KIND_KERNEL": [kernel(100 + 20_000 * i, 1100 + 20_000 * i, i)
-                                                                 for i in range(100)]}
+    rows = {
+        "StringIds": STRINGS,
+        "CUPTI_ACTIVITY_KIND_KERNEL": [
+            kernel(100 + 20_000 * i, 1100 + 20_000 * i, i) for i in range(100)
+        ],
+    }
     path = make_db(tmp_path / "k.sqlite", rows, tables=("StringIds", "CUPTI_ACTIVITY_KIND_KERNEL"))
     session = nsys_sqlite.read(path)
     assert len(session.timeline) == 100 and session.timeline["nvtx_range"].isna().all()
@@ -263,11 +341,13 @@ def test_missing_tables_are_tolerated(tmp_path: Path) -> None:
     assert (session.timeline["api_start_ns"] == -1).all()
     d = diagnose(session)
     assert all(f.range is None for f in d.program_findings)
-    assert ("launch-overhead", None) in found(d)          # 100 x 1 us kernels 19 us apart
+    assert ("launch-overhead", None) in found(d)  # 100 x 1 us kernels 19 us apart
 
 
 def test_empty_timeline_skips_the_timeline_rules(tmp_path: Path) -> None:
-    session = nsys_sqlite.read(make_db(tmp_path / "e.sqlite", {"TARGET_INFO_GPU": [(0, "Test GPU", 10, 9, 0)]}))
+    session = nsys_sqlite.read(
+        make_db(tmp_path / "e.sqlite", {"TARGET_INFO_GPU": [(0, "Test GPU", 10, 9, 0)]})
+    )
     assert not session.has_timeline() and session.meta["device"]["name"] == "Test GPU"
     d = diagnose(session)
     assert not d.program_findings
@@ -276,15 +356,21 @@ def test_empty_timeline_skips_the_timeline_rules(tmp_path: Path) -> None:
 
 
 def test_enum_tables_absent_use_cupti_values_and_gz_is_read(tmp_path: Path) -> None:
-    rows = {"CUPTI_ACTIVITY_KIND_MEMCPY": [(0, 1000, 0, 1, 7, 1, PID, 4096, 1, 0, 2),
-                                           (2000, 2500, 0, 1, 7, 2, PID, 4096, 2, 2, 1)]}
+    rows = {
+        "CUPTI_ACTIVITY_KIND_MEMCPY": [
+            (0, 1000, 0, 1, 7, 1, PID, 4096, 1, 0, 2),
+            (2000, 2500, 0, 1, 7, 2, PID, 4096, 2, 2, 1),
+        ]
+    }
     plain = make_db(tmp_path / "m.sqlite", rows, tables=("CUPTI_ACTIVITY_KIND_MEMCPY",))
     packed = tmp_path / "m.sqlite.gz"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     assert reader_for(packed) is nsys_sqlite.read
     t = load(packed).timeline
-    assert list(zip(t["copy_kind"], t["src_kind"], t["dst_kind"])) == [("HtoD", "pageable", "device"),
-                                                                      ("DtoH", "device", "pinned")]
+    assert list(zip(t["copy_kind"], t["src_kind"], t["dst_kind"])) == [
+        ("HtoD", "pageable", "device"),
+        ("DtoH", "device", "pinned"),
+    ]
     assert list(t["name"]) == ["[CUDA memcpy Host-to-Device]", "[CUDA memcpy Device-to-Host]"]
 
 
@@ -310,9 +396,20 @@ def test_sync_gaps_are_not_also_launch_overhead(tmp_path: Path) -> None:
     for i in range(200):
         t0 = 10_000 + i * 30_000
         kernels.append(kernel(t0 + 8_000, t0 + 9_000, 2 * i + 1))
-        calls += [(t0, t0 + 5_000, 0, TID, 2 * i + 1, 0, 0), (t0 + 7_000, t0 + 10_000, 0, TID, 2 * i + 2, 3, 0)]
-    session = nsys_sqlite.read(make_db(tmp_path / "s.sqlite", {
-        "StringIds": STRINGS, "CUPTI_ACTIVITY_KIND_KERNEL": kernels, "CUPTI_ACTIVITY_KIND_RUNTIME": calls}))
+        calls += [
+            (t0, t0 + 5_000, 0, TID, 2 * i + 1, 0, 0),
+            (t0 + 7_000, t0 + 10_000, 0, TID, 2 * i + 2, 3, 0),
+        ]
+    session = nsys_sqlite.read(
+        make_db(
+            tmp_path / "s.sqlite",
+            {
+                "StringIds": STRINGS,
+                "CUPTI_ACTIVITY_KIND_KERNEL": kernels,
+                "CUPTI_ACTIVITY_KIND_RUNTIME": calls,
+            },
+        )
+    )
     d = diagnose(session)
     assert found(d) == {("sync-heavy", None)}
     assert sum(f.impact for f in d.program_findings) <= 1
@@ -333,6 +430,7 @@ def test_enclosing_matches_brute_force() -> None:
 
 # ---------------------------------------------------------------- rules and nsys export
 
+
 def test_timeline_rules_load_and_are_registered() -> None:
     rules = {r.id: r for r in default_rules()}
     for rule_id, cause in TIMELINE_RULES.items():
@@ -343,11 +441,22 @@ def test_timeline_rules_load_and_are_registered() -> None:
     assert find_rule("NSD405").params["max_gap_ns"] <= find_rule("NSD404").params["min_gap_ns"]
 
 
-def test_export_argv_is_a_list_and_missing_nsys_says_how_to_export(tmp_path: Path, monkeypatch) -> None:
+def test_export_argv_is_a_list_and_missing_nsys_says_how_to_export(
+    tmp_path: Path, monkeypatch
+) -> None:
     nsys = tmp_path / "bin dir" / "nsys"
     argv = nsys_export.export_argv(nsys, tmp_path / "my report.nsys-rep", tmp_path / "out.sqlite")
-    assert argv == [str(nsys), "export", "--type", "sqlite", "-o", str(tmp_path / "out.sqlite"), "-f", "true",
-                    str(tmp_path / "my report.nsys-rep")]
+    assert argv == [
+        str(nsys),
+        "export",
+        "--type",
+        "sqlite",
+        "-o",
+        str(tmp_path / "out.sqlite"),
+        "-f",
+        "true",
+        str(tmp_path / "my report.nsys-rep"),
+    ]
     from nsdiag.collect import tools
 
     monkeypatch.setattr(tools, "INSTALL_GLOBS", {"nsys": (), "ncu": ()})
@@ -362,13 +471,17 @@ def test_export_argv_is_a_list_and_missing_nsys_says_how_to_export(tmp_path: Pat
     assert "nsys export --type sqlite report.nsys-rep" in missing.value.hint
 
 
-def test_nsys_rep_is_exported_with_the_nsys_found(tmp_path: Path, monkeypatch, data_dir: Path) -> None:
+def test_nsys_rep_is_exported_with_the_nsys_found(
+    tmp_path: Path, monkeypatch, data_dir: Path
+) -> None:
     """A stand-in nsys (a script that writes the export) found through $NSYS."""
     export = tmp_path / "recorded.sqlite"
     export.write_bytes(gzip.decompress((data_dir / "nsys" / "sync_heavy.sqlite.gz").read_bytes()))
     fake = tmp_path / "fake nsys"
-    fake.write_text(f'#!/bin/sh\n# args: export --type sqlite -o OUT -f true REP (or --version)\n'
-                    f'[ "$1" = --version ] && echo "NVIDIA Nsight Systems version 2025.3.1.0" && exit 0\ncp "{export}" "$5"\n')
+    fake.write_text(
+        f"#!/bin/sh\n# args: export --type sqlite -o OUT -f true REP (or --version)\n"
+        f'[ "$1" = --version ] && echo "NVIDIA Nsight Systems version 2025.3.1.0" && exit 0\ncp "{export}" "$5"\n'
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("NSYS", str(fake))
     assert nsys_export.find_nsys() == fake
@@ -381,12 +494,19 @@ def test_nsys_rep_is_exported_with_the_nsys_found(tmp_path: Path, monkeypatch, d
 
 # ---------------------------------------------------------------- the scale benchmark's generator
 
+
 def test_benchmark_generator_makes_a_launch_bound_export(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("bench_timeline", Path(__file__).parents[1] / "benchmarks" / "bench_timeline.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_timeline", Path(__file__).parents[1] / "benchmarks" / "bench_timeline.py"
+    )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     bench.generate(tmp_path / "b.sqlite", 20_000)
     session = nsys_sqlite.read(tmp_path / "b.sqlite")
-    assert (session.timeline["kind"] == "kernel").sum() == 20_000 and len(session.nvtx_ranges) == 1100
+    assert (session.timeline["kind"] == "kernel").sum() == 20_000 and len(
+        session.nvtx_ranges
+    ) == 1100
     d = diagnose(session)
-    assert ("launch-overhead", "burst") in found(d) and sum(f.impact for f in d.program_findings) <= 1
+    assert ("launch-overhead", "burst") in found(d) and sum(
+        f.impact for f in d.program_findings
+    ) <= 1

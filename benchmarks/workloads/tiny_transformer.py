@@ -9,6 +9,7 @@ training step between cudaProfilerStart and cudaProfilerStop (profile it with
 defaults launches a few hundred kernels (embedding, layer norms, GEMMs, attention, GELU, residual
 adds, cross-entropy, their backward passes, bf16 weight casts, AdamW).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,8 +66,11 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--vocab", type=int, default=32768)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--dtype", choices=("bf16", "fp32"), default="bf16")
-    p.add_argument("--foreach", action="store_true",
-                   help="AdamW's multi-tensor update (PyTorch's default on CUDA): a few launches instead of ~8 per parameter")
+    p.add_argument(
+        "--foreach",
+        action="store_true",
+        help="AdamW's multi-tensor update (PyTorch's default on CUDA): a few launches instead of ~8 per parameter",
+    )
     return p.parse_args()
 
 
@@ -105,9 +109,11 @@ def main() -> None:
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()
     params = sum(p.numel() for p in model.parameters())
-    print(f"tiny_transformer: {args.layers} layers, width {args.width}, {params / 1e6:.1f} M parameters, "
-          f"batch {args.batch}x{args.seq}, {args.dtype}: loss {loss:.3f}, step {1e3 * (time.perf_counter() - start):.1f} ms",
-          flush=True)
+    print(
+        f"tiny_transformer: {args.layers} layers, width {args.width}, {params / 1e6:.1f} M parameters, "
+        f"batch {args.batch}x{args.seq}, {args.dtype}: loss {loss:.3f}, step {1e3 * (time.perf_counter() - start):.1f} ms",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

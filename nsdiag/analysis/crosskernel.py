@@ -1,4 +1,5 @@
 """Cross-kernel analyses on ncu data: fusion candidates and layout conversions."""
+
 from __future__ import annotations
 
 import math
@@ -16,13 +17,30 @@ from nsdiag.model.session import Session
 _COPY_NAME = re.compile(r"copy", re.IGNORECASE)
 _LAYOUT_NAME = re.compile(
     r"nchw.?to.?nhwc|nhwc.?to.?nchw|transpose|permute|layout|convert_?(?:format|layout)|channels_?last",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
-_STEP_COLUMNS = ("id", "name", "grid", "block", "duration_ns", "dram_read_bytes", "dram_write_bytes",
-                 "dram_bytes_per_second", "dram_throughput_pct", "pipe_tensor_pct", "memory_throughput_pct",
-                 "sm_throughput_pct", "grid_size", "sm_count", "top_stall", "nvtx_range",
-                 *verdict.MEMORY_UNITS.values(), *verdict.COMPUTE_UNITS.values())
+_STEP_COLUMNS = (
+    "id",
+    "name",
+    "grid",
+    "block",
+    "duration_ns",
+    "dram_read_bytes",
+    "dram_write_bytes",
+    "dram_bytes_per_second",
+    "dram_throughput_pct",
+    "pipe_tensor_pct",
+    "memory_throughput_pct",
+    "sm_throughput_pct",
+    "grid_size",
+    "sm_count",
+    "top_stall",
+    "nvtx_range",
+    *verdict.MEMORY_UNITS.values(),
+    *verdict.COMPUTE_UNITS.values(),
+)
 
 
 def _num(values: dict, column: str) -> float:
@@ -40,8 +58,18 @@ def _steps(records: list[dict]) -> list[dict]:
         if steps and steps[-1]["key"] == key:
             step = steps[-1]
         else:
-            step = {"key": key, "name": str(values.get("name")), "rows": [], "duration_ns": 0.0,
-                    "read": 0.0, "write": 0.0, "best_bw": 0.0, "bounds": set(), "dram_pcts": [], "tensor": 0.0}
+            step = {
+                "key": key,
+                "name": str(values.get("name")),
+                "rows": [],
+                "duration_ns": 0.0,
+                "read": 0.0,
+                "write": 0.0,
+                "best_bw": 0.0,
+                "bounds": set(),
+                "dram_pcts": [],
+                "tensor": 0.0,
+            }
             steps.append(step)
         step["rows"].append(values)
         step["duration_ns"] += _num(values, "duration_ns")
@@ -67,13 +95,18 @@ def _chains(derived: pd.DataFrame, params: dict[str, float]) -> list[list[dict]]
     keys = [c for c in ("process_id", "stream", "nvtx_range") if c in order]
     chains: list[list[dict]] = []
     order = order[list(dict.fromkeys(c for c in (*_STEP_COLUMNS, *keys) if c in order))]
-    for _, group in (order.groupby(keys, sort=False, dropna=False) if keys else [(None, order)]):
+    for _, group in order.groupby(keys, sort=False, dropna=False) if keys else [(None, order)]:
         current: list[dict] = []
         for step in _steps(group.to_dict("records")):
             # Memory-shaped operations only: compute-bound, launch-bound and tensor-core
             # kernels (convolutions, real GEMMs) are not what this rule can fuse away.
             member = not step["bounds"] & {"compute", "launch"} and step["tensor"] < 5
-            if current and member and current[-1]["write"] >= min_bytes and step["read"] >= min_overlap * current[-1]["write"]:
+            if (
+                current
+                and member
+                and current[-1]["write"] >= min_bytes
+                and step["read"] >= min_overlap * current[-1]["write"]
+            ):
                 current.append(step)
                 continue
             if len(current) >= 2:
@@ -84,10 +117,21 @@ def _chains(derived: pd.DataFrame, params: dict[str, float]) -> list[list[dict]]
     return [c for c in chains if min(min(s["dram_pcts"]) for s in c) < at_roof]
 
 
-def fusion_candidates(rule: RuleSpec, session: Session, derived: pd.DataFrame,
-                      kernels: list[KernelDiagnosis], total_ns: float) -> list[Finding]:
-    ceiling = next((k.roofline.get("measured_dram_ceiling_bytes_per_s") for k in kernels
-                    if k.roofline.get("measured_dram_ceiling_bytes_per_s")), None)
+def fusion_candidates(
+    rule: RuleSpec,
+    session: Session,
+    derived: pd.DataFrame,
+    kernels: list[KernelDiagnosis],
+    total_ns: float,
+) -> list[Finding]:
+    ceiling = next(
+        (
+            k.roofline.get("measured_dram_ceiling_bytes_per_s")
+            for k in kernels
+            if k.roofline.get("measured_dram_ceiling_bytes_per_s")
+        ),
+        None,
+    )
     grouped: dict[tuple[str, ...], dict[str, float]] = defaultdict(lambda: defaultdict(float))
     ranges: dict[tuple[str, ...], set[str]] = defaultdict(set)
     for chain in _chains(derived, rule.params):
@@ -115,21 +159,38 @@ def fusion_candidates(rule: RuleSpec, session: Session, derived: pd.DataFrame,
         labels = short_names(names)
         chain_text = " -> ".join(labels[n] for n in names)
         evidence = (
-            Evidence("chain_time_ns", g["time_ns"]), Evidence("dram_bytes_moved", g["moved"]),
-            Evidence("intermediate_bytes", g["intermediate"], ">=", rule.params.get("min_intermediate_bytes", 1e6)),
+            Evidence("chain_time_ns", g["time_ns"]),
+            Evidence("dram_bytes_moved", g["moved"]),
+            Evidence(
+                "intermediate_bytes",
+                g["intermediate"],
+                ">=",
+                rule.params.get("min_intermediate_bytes", 1e6),
+            ),
             Evidence("fused_bandwidth_bytes_per_s", g["stream_bw"]),
         )
-        findings.append(Finding(
-            rule=rule.id, cause=rule.cause, title=rule.title, impact=impact,
-            recoverable=g["saved_ns"] / g["time_ns"] if g["time_ns"] else 0.0,
-            message=(f"{len(names)} operations in a row ({chain_text}) pass "
-                     f"{g['intermediate'] / 1e6:.0f} MB of intermediates through DRAM (written, then read back): "
-                     f"{g['moved'] / 1e6:.0f} MB moved where a fused kernel would move "
-                     f"{max(g['moved'] - 2 * g['intermediate'], 0) / 1e6:.0f} MB."),
-            fix=rule.fix, impact_basis=rule.impact_basis, evidence=evidence, kernel=names[0],
-            range=", ".join(sorted(r for r in ranges[names] if r)) or None,
-            saved_ns=g["saved_ns"], details={"chain": list(names), "occurrences": int(g["occurrences"])},
-        ))
+        findings.append(
+            Finding(
+                rule=rule.id,
+                cause=rule.cause,
+                title=rule.title,
+                impact=impact,
+                recoverable=g["saved_ns"] / g["time_ns"] if g["time_ns"] else 0.0,
+                message=(
+                    f"{len(names)} operations in a row ({chain_text}) pass "
+                    f"{g['intermediate'] / 1e6:.0f} MB of intermediates through DRAM (written, then read back): "
+                    f"{g['moved'] / 1e6:.0f} MB moved where a fused kernel would move "
+                    f"{max(g['moved'] - 2 * g['intermediate'], 0) / 1e6:.0f} MB."
+                ),
+                fix=rule.fix,
+                impact_basis=rule.impact_basis,
+                evidence=evidence,
+                kernel=names[0],
+                range=", ".join(sorted(r for r in ranges[names] if r)) or None,
+                saved_ns=g["saved_ns"],
+                details={"chain": list(names), "occurrences": int(g["occurrences"])},
+            )
+        )
     return findings
 
 
@@ -140,12 +201,19 @@ def _is_layout_kernel(k: KernelDiagnosis) -> bool:
         return True
     if not _COPY_NAME.search(k.name):
         return False
-    per_sector = [k.metrics.get(m) for m in ("global_load_bytes_per_sector", "global_store_bytes_per_sector")]
+    per_sector = [
+        k.metrics.get(m) for m in ("global_load_bytes_per_sector", "global_store_bytes_per_sector")
+    ]
     return any(v is not None and not math.isnan(v) and 0 < v < 16 for v in per_sector)
 
 
-def layout_conversions(rule: RuleSpec, session: Session, derived: pd.DataFrame,
-                       kernels: list[KernelDiagnosis], total_ns: float) -> list[Finding]:
+def layout_conversions(
+    rule: RuleSpec,
+    session: Session,
+    derived: pd.DataFrame,
+    kernels: list[KernelDiagnosis],
+    total_ns: float,
+) -> list[Finding]:
     matches = [k for k in kernels if _is_layout_kernel(k)]
     if not matches or not total_ns:
         return []
@@ -153,14 +221,34 @@ def layout_conversions(rule: RuleSpec, session: Session, derived: pd.DataFrame,
     share = time_ns / total_ns
     if share < rule.params.get("min_share", 0.01):
         return []
-    moved = sum((k.metrics.get("dram_bytes") or 0.0) * k.launches for k in matches if not math.isnan(k.metrics.get("dram_bytes", math.nan)))
-    names = ", ".join(f"{short_name(k.name)} ({k.launches}x, {k.duration_ns / 1e3:.0f} us)" for k in matches[:5])
-    return [Finding(
-        rule=rule.id, cause=rule.cause, title=rule.title, impact=share, recoverable=1.0,
-        message=(f"{share * 100:.1f}% of GPU time ({time_ns / 1e3:.0f} us) is spent converting tensor layouts: "
-                 f"{names}; they move {moved / 1e6:.0f} MB and compute nothing."),
-        fix=rule.fix, impact_basis=rule.impact_basis,
-        evidence=(Evidence("layout_time_share", share, ">=", rule.params.get("min_share", 0.01)),
-                  Evidence("layout_time_ns", time_ns), Evidence("layout_dram_bytes", moved)),
-        kernel=matches[0].name, saved_ns=time_ns, details={"kernels": [k.name for k in matches]},
-    )]
+    moved = sum(
+        (k.metrics.get("dram_bytes") or 0.0) * k.launches
+        for k in matches
+        if not math.isnan(k.metrics.get("dram_bytes", math.nan))
+    )
+    names = ", ".join(
+        f"{short_name(k.name)} ({k.launches}x, {k.duration_ns / 1e3:.0f} us)" for k in matches[:5]
+    )
+    return [
+        Finding(
+            rule=rule.id,
+            cause=rule.cause,
+            title=rule.title,
+            impact=share,
+            recoverable=1.0,
+            message=(
+                f"{share * 100:.1f}% of GPU time ({time_ns / 1e3:.0f} us) is spent converting tensor layouts: "
+                f"{names}; they move {moved / 1e6:.0f} MB and compute nothing."
+            ),
+            fix=rule.fix,
+            impact_basis=rule.impact_basis,
+            evidence=(
+                Evidence("layout_time_share", share, ">=", rule.params.get("min_share", 0.01)),
+                Evidence("layout_time_ns", time_ns),
+                Evidence("layout_dram_bytes", moved),
+            ),
+            kernel=matches[0].name,
+            saved_ns=time_ns,
+            details={"kernels": [k.name for k in matches]},
+        )
+    ]

@@ -1,4 +1,5 @@
 """Per-launch derived quantities (FLOPs, shares, conflict rates) computed from catalogue metrics."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,26 +28,51 @@ def add_derived(kernels: pd.DataFrame) -> pd.DataFrame:
     k = kernels.copy()
     # Counts where the report has them; else ncu's roofline inputs: per-cycle rates x cycles.
     cycles = _col(k, "sm_cycles_per_second") * _col(k, "duration_ns") * 1e-9
-    for precision, (add, mul, fma) in {"fp32": ("fadd", "fmul", "ffma"), "fp64": ("dadd", "dmul", "dfma"),
-                                       "fp16": ("hadd", "hmul", "hfma")}.items():
+    for precision, (add, mul, fma) in {
+        "fp32": ("fadd", "fmul", "ffma"),
+        "fp64": ("dadd", "dmul", "dfma"),
+        "fp16": ("hadd", "hmul", "hfma"),
+    }.items():
         scale = 2 if precision == "fp16" else 1  # half2 instructions do two operations
-        counted = _sum(k, (scale, f"{add}_thread_inst"), (scale, f"{mul}_thread_inst"), (2 * scale, f"{fma}_thread_inst"))
-        rates = _sum(k, (scale, f"{add}_per_cycle"), (scale, f"{mul}_per_cycle"), (2 * scale, f"{fma}_per_cycle"))
+        counted = _sum(
+            k,
+            (scale, f"{add}_thread_inst"),
+            (scale, f"{mul}_thread_inst"),
+            (2 * scale, f"{fma}_thread_inst"),
+        )
+        rates = _sum(
+            k,
+            (scale, f"{add}_per_cycle"),
+            (scale, f"{mul}_per_cycle"),
+            (2 * scale, f"{fma}_per_cycle"),
+        )
         k[f"flop_{precision}"] = counted.fillna(rates * cycles)
     k["flop_tensor"] = _col(k, "tensor_ops")
-    k["flop_total"] = _sum(k, (1, "flop_fp32"), (1, "flop_fp64"), (1, "flop_fp16"), (1, "flop_tensor"))
-    k["dram_bytes"] = _col(k, "dram_bytes").fillna(_sum(k, (1, "dram_read_bytes"), (1, "dram_write_bytes")))
+    k["flop_total"] = _sum(
+        k, (1, "flop_fp32"), (1, "flop_fp64"), (1, "flop_fp16"), (1, "flop_tensor")
+    )
+    k["dram_bytes"] = _col(k, "dram_bytes").fillna(
+        _sum(k, (1, "dram_read_bytes"), (1, "dram_write_bytes"))
+    )
     k["l2_bytes"] = 32 * _col(k, "l2_sectors")
-    k["global_load_sectors_per_request"] = _ratio(_col(k, "global_load_sectors"), _col(k, "global_load_requests"))
-    k["global_store_sectors_per_request"] = _ratio(_col(k, "global_store_sectors"), _col(k, "global_store_requests"))
+    k["global_load_sectors_per_request"] = _ratio(
+        _col(k, "global_load_sectors"), _col(k, "global_load_requests")
+    )
+    k["global_store_sectors_per_request"] = _ratio(
+        _col(k, "global_store_sectors"), _col(k, "global_store_requests")
+    )
     wavefronts = _sum(k, (1, "shared_load_wavefronts"), (1, "shared_store_wavefronts"))
     conflicts = _sum(k, (1, "shared_load_bank_conflicts"), (1, "shared_store_bank_conflicts"))
     requests = _sum(k, (1, "shared_load_requests"), (1, "shared_store_requests"))
     # No shared-memory traffic means no conflicts (0), not an unknown.
-    k["shared_bank_conflict_pct"] = (100 * _ratio(conflicts, wavefronts)).where(~(wavefronts == 0), 0.0)
+    k["shared_bank_conflict_pct"] = (100 * _ratio(conflicts, wavefronts)).where(
+        ~(wavefronts == 0), 0.0
+    )
     k["shared_ways"] = _ratio(wavefronts, requests)
     k["local_sectors"] = _sum(k, (1, "local_load_sectors"), (1, "local_store_sectors"))
-    k["lsu_sectors"] = _sum(k, (1, "local_sectors"), (1, "global_load_sectors"), (1, "global_store_sectors"))
+    k["lsu_sectors"] = _sum(
+        k, (1, "local_sectors"), (1, "global_load_sectors"), (1, "global_store_sectors")
+    )
     stalls = [f"stall_{r}" for r in STALL_REASONS if f"stall_{r}" in k and r != "selected"]
     if stalls:
         total = k[stalls].sum(axis=1, min_count=1)
@@ -55,16 +81,34 @@ def add_derived(kernels: pd.DataFrame) -> pd.DataFrame:
             k[name.replace("stall_", "stall_share_", 1)] = _ratio(k[name], total)
         # 'not_selected' means a warp was ready but another issued: plenty of warps, not a
         # reason the kernel waits, so it never names the top stall.
-        shares = k[[s.replace("stall_", "stall_share_", 1) for s in stalls if s != "stall_not_selected"]]
+        shares = k[
+            [s.replace("stall_", "stall_share_", 1) for s in stalls if s != "stall_not_selected"]
+        ]
         k["top_stall_share"] = shares.max(axis=1)
-        k["top_stall"] = shares.idxmax(axis=1).where(shares.notna().any(axis=1)).str.replace("stall_share_", "", regex=False)
+        k["top_stall"] = (
+            shares.idxmax(axis=1)
+            .where(shares.notna().any(axis=1))
+            .str.replace("stall_share_", "", regex=False)
+        )
     else:
         k["stall_total"] = np.nan
         k["top_stall_share"] = np.nan
         k["top_stall"] = None
-    limits = [c for c in ("occupancy_limit_registers", "occupancy_limit_shared_mem", "occupancy_limit_warps",
-                          "occupancy_limit_blocks", "occupancy_limit_barriers") if c in k]
+    limits = [
+        c
+        for c in (
+            "occupancy_limit_registers",
+            "occupancy_limit_shared_mem",
+            "occupancy_limit_warps",
+            "occupancy_limit_blocks",
+            "occupancy_limit_barriers",
+        )
+        if c in k
+    ]
     k["occupancy_limit_min"] = k[limits].min(axis=1) if limits else np.nan
-    k["occupancy_limiter"] = (k[limits].idxmin(axis=1).str.replace("occupancy_limit_", "", regex=False)
-                              if limits and k[limits].notna().any().any() else None)
+    k["occupancy_limiter"] = (
+        k[limits].idxmin(axis=1).str.replace("occupancy_limit_", "", regex=False)
+        if limits and k[limits].notna().any().any()
+        else None
+    )
     return k

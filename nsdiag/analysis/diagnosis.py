@@ -1,4 +1,5 @@
 """Diagnosis records: what the analysis returns and every renderer reads."""
+
 from __future__ import annotations
 
 import math
@@ -11,6 +12,7 @@ SCHEMA = "nsdiag.diagnosis/1"
 @dataclass(frozen=True)
 class Evidence:
     """A metric value next to the threshold it was compared with."""
+
     metric: str
     value: float | None
     op: str = ""
@@ -26,24 +28,31 @@ class Finding:
     rule: str
     cause: str
     title: str
-    impact: float                 # fraction of the program's GPU time a fix could save
-    recoverable: float            # fraction of this kernel's (or range's) time a fix could save
+    impact: float  # fraction of the program's GPU time a fix could save
+    recoverable: float  # fraction of this kernel's (or range's) time a fix could save
     message: str
     fix: str
     impact_basis: str = ""
     evidence: tuple[Evidence, ...] = ()
-    kernel: str | None = None     # signature name, for program findings that point at kernels
-    range: str | None = None      # NVTX range, for program findings
+    kernel: str | None = None  # signature name, for program findings that point at kernels
+    range: str | None = None  # NVTX range, for program findings
     saved_ns: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "rule": self.rule, "cause": self.cause, "title": self.title,
-            "impact": _num(self.impact), "recoverable": _num(self.recoverable),
+            "rule": self.rule,
+            "cause": self.cause,
+            "title": self.title,
+            "impact": _num(self.impact),
+            "recoverable": _num(self.recoverable),
             "evidence": {e.metric: _num(e.value) for e in self.evidence},
-            "thresholds": {e.metric: {"op": e.op, "threshold": e.threshold} for e in self.evidence if e.op},
-            "message": self.message, "fix": self.fix, "impact_basis": self.impact_basis,
+            "thresholds": {
+                e.metric: {"op": e.op, "threshold": e.threshold} for e in self.evidence if e.op
+            },
+            "message": self.message,
+            "fix": self.fix,
+            "impact_basis": self.impact_basis,
         }
         if self.kernel is not None:
             out["kernel"] = self.kernel
@@ -67,27 +76,36 @@ class KernelDiagnosis:
     name: str
     demangled: str
     launches: int
-    duration_ns: float            # total over launches
+    duration_ns: float  # total over launches
     time_share: float
     grid: str
     block: str
     bound: str
     limiter: str | None
-    verdict: str                  # one sentence
+    verdict: str  # one sentence
     verdict_note: str
     roofline: dict[str, Any]
     metrics: dict[str, float]
     findings: list[Finding] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     ncu_rules: list[dict[str, Any]] = field(default_factory=list)
-    close_call: bool = False      # a unit within 5 points of a threshold decided bound or limiter
+    close_call: bool = False  # a unit within 5 points of a threshold decided bound or limiter
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "id": self.id, "name": self.name, "demangled": self.demangled, "launches": self.launches,
-            "duration_ns": _num(self.duration_ns), "mean_duration_ns": _num(self.duration_ns / max(self.launches, 1)),
-            "time_share": _num(self.time_share), "grid": self.grid, "block": self.block,
-            "bound": self.bound, "limiter": self.limiter, "verdict": self.verdict, "verdict_note": self.verdict_note,
+            "id": self.id,
+            "name": self.name,
+            "demangled": self.demangled,
+            "launches": self.launches,
+            "duration_ns": _num(self.duration_ns),
+            "mean_duration_ns": _num(self.duration_ns / max(self.launches, 1)),
+            "time_share": _num(self.time_share),
+            "grid": self.grid,
+            "block": self.block,
+            "bound": self.bound,
+            "limiter": self.limiter,
+            "verdict": self.verdict,
+            "verdict_note": self.verdict_note,
             "close_call": self.close_call,
             "roofline": clean(self.roofline),
             "metrics": clean(self.metrics),
@@ -106,7 +124,9 @@ class Diagnosis:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def top_findings(self, n: int = 5) -> list[tuple[KernelDiagnosis | None, Finding]]:
-        pairs: list[tuple[KernelDiagnosis | None, Finding]] = [(k, f) for k in self.kernels for f in k.findings]
+        pairs: list[tuple[KernelDiagnosis | None, Finding]] = [
+            (k, f) for k in self.kernels for f in k.findings
+        ]
         pairs += [(None, f) for f in self.program_findings]
         return sorted(pairs, key=lambda p: -p[1].impact)[:n]
 
@@ -118,8 +138,10 @@ class Diagnosis:
             "kernels": [k.to_json() for k in self.kernels],
             # Program findings always carry "range" (null when outside every NVTX range).
             "program_findings": [{**f.to_json(), "range": f.range} for f in self.program_findings],
-            "skipped_rules": [{"rule": s.rule, "reason": s.reason, **({"kernel": s.kernel} if s.kernel else {})}
-                              for s in self.skipped_rules],
+            "skipped_rules": [
+                {"rule": s.rule, "reason": s.reason, **({"kernel": s.kernel} if s.kernel else {})}
+                for s in self.skipped_rules
+            ],
             "meta": clean(self.meta),
         }
 

@@ -4,24 +4,36 @@ Parsed with `ast` and checked against a whitelist (names, numbers, arithmetic, c
 and/or/not, conditional expressions, min/max/abs/floor/ceil); evaluated by walking the tree,
 never with `eval`. Missing values (None/NaN) make comparisons false and arithmetic NaN.
 """
+
 from __future__ import annotations
 
 import ast
 import math
 import operator
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 _BINOPS: dict[type, Callable[[float, float], float]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.Div: lambda a, b: a / b if b else math.nan, ast.Mod: lambda a, b: a % b if b else math.nan,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: lambda a, b: a / b if b else math.nan,
+    ast.Mod: lambda a, b: a % b if b else math.nan,
 }
 _CMPOPS: dict[type, Callable[[float, float], bool]] = {
-    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-    ast.Eq: operator.eq, ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
 }
 _FUNCS: dict[str, Callable[..., float]] = {
-    "min": min, "max": max, "abs": abs, "floor": math.floor, "ceil": math.ceil,
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "floor": math.floor,
+    "ceil": math.ceil,
 }
 _SYMBOLS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
@@ -33,6 +45,7 @@ class ExpressionError(ValueError):
 @dataclass(frozen=True)
 class Comparison:
     """One `metric OP threshold` test inside a condition, shown as evidence next to its value."""
+
     metric: str
     op: str
     threshold: float
@@ -102,9 +115,25 @@ def parse(source: str) -> Expression:
     return Expression(source, tree, frozenset(names))
 
 
-_ALLOWED = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd,
-            ast.BinOp, ast.Compare, ast.Name, ast.Load, ast.Constant, ast.Call, ast.IfExp,
-            *_BINOPS, *_CMPOPS)
+_ALLOWED = (
+    ast.Expression,
+    ast.BoolOp,
+    ast.And,
+    ast.Or,
+    ast.UnaryOp,
+    ast.Not,
+    ast.USub,
+    ast.UAdd,
+    ast.BinOp,
+    ast.Compare,
+    ast.Name,
+    ast.Load,
+    ast.Constant,
+    ast.Call,
+    ast.IfExp,
+    *_BINOPS,
+    *_CMPOPS,
+)
 
 
 def _check(node: ast.AST, source: str) -> None:

@@ -1,14 +1,21 @@
 """Program-level analyses: dispatch rule files with scope = "program" to their analysis."""
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
 
 from nsdiag.analysis.crosskernel import fusion_candidates, layout_conversions
 from nsdiag.analysis.diagnosis import Finding, KernelDiagnosis, Skipped
 from nsdiag.analysis.rulespec import RuleSpec
-from nsdiag.analysis.timeline import gpu_idle_gaps, launch_overhead, no_copy_compute_overlap, pageable_memcpy, sync_heavy
+from nsdiag.analysis.timeline import (
+    gpu_idle_gaps,
+    launch_overhead,
+    no_copy_compute_overlap,
+    pageable_memcpy,
+    sync_heavy,
+)
 from nsdiag.model.session import Session
 
 Analysis = Callable[[RuleSpec, Session, pd.DataFrame, list[KernelDiagnosis], float], list[Finding]]
@@ -25,13 +32,20 @@ ANALYSES: dict[str, tuple[Analysis, str]] = {
 }
 
 
-def program_findings(session: Session, derived: pd.DataFrame, kernels: list[KernelDiagnosis],
-                     rules: list[RuleSpec], total_ns: float) -> tuple[list[Finding], list[Skipped]]:
+def program_findings(
+    session: Session,
+    derived: pd.DataFrame,
+    kernels: list[KernelDiagnosis],
+    rules: list[RuleSpec],
+    total_ns: float,
+) -> tuple[list[Finding], list[Skipped]]:
     findings: list[Finding] = []
     skipped: list[Skipped] = []
     for rule in rules:
         if rule.analysis not in ANALYSES:
-            skipped.append(Skipped(rule.id, f"analysis {rule.analysis!r} is not available in this nsdiag"))
+            skipped.append(
+                Skipped(rule.id, f"analysis {rule.analysis!r} is not available in this nsdiag")
+            )
             continue
         function, needs = ANALYSES[rule.analysis]
         if needs == "kernels" and not session.has_kernels():

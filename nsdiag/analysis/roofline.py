@@ -4,6 +4,7 @@ arithmetic intensity, and the percent of the roof at that intensity.
 Peaks come from the report (`*.peak_sustained` per cycle x the clock during the kernel); a DRAM
 ceiling measured in the same session, when known, is reported beside the theoretical one.
 """
+
 from __future__ import annotations
 
 import math
@@ -37,16 +38,24 @@ def peaks(values: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def position(values: dict[str, Any], measured_dram_bytes_per_s: float | None = None) -> dict[str, Any]:
+def position(
+    values: dict[str, Any], measured_dram_bytes_per_s: float | None = None
+) -> dict[str, Any]:
     duration_s = _get(values, "duration_ns") * 1e-9
     flops = {p: _get(values, f"flop_{p}") for p in ("fp32", "fp64", "fp16", "tensor")}
-    total_flops = sum(v for v in flops.values() if not math.isnan(v)) if any(not math.isnan(v) for v in flops.values()) else _NAN
+    total_flops = (
+        sum(v for v in flops.values() if not math.isnan(v))
+        if any(not math.isnan(v) for v in flops.values())
+        else _NAN
+    )
     dram_bytes = _get(values, "dram_bytes")
     if math.isnan(dram_bytes):
         dram_bytes = _get(values, "dram_read_bytes") + _get(values, "dram_write_bytes")
     ceil = peaks(values)
     # The precision doing most of the work sets the compute roof.
-    precision = max((p for p in flops if not math.isnan(flops[p])), key=lambda p: flops[p], default="fp32")
+    precision = max(
+        (p for p in flops if not math.isnan(flops[p])), key=lambda p: flops[p], default="fp32"
+    )
     compute_peak = ceil[f"{precision}_flops"]  # NaN for tensor work: ncu reports no tensor peak
     intensity = total_flops / dram_bytes if dram_bytes and dram_bytes > 0 else _NAN
     achieved_flops = total_flops / duration_s if duration_s > 0 else _NAN
@@ -65,7 +74,9 @@ def position(values: dict[str, Any], measured_dram_bytes_per_s: float | None = N
     out: dict[str, Any] = {
         "arithmetic_intensity": intensity,
         "pct_of_roof": pct,
-        "side": ("memory" if intensity < ridge else "compute") if not (math.isnan(intensity) or math.isnan(ridge)) else "memory",
+        "side": ("memory" if intensity < ridge else "compute")
+        if not (math.isnan(intensity) or math.isnan(ridge))
+        else "memory",
         "precision": precision,
         "achieved_flops_per_s": achieved_flops,
         "achieved_dram_bytes_per_s": achieved_bw,

@@ -1,4 +1,5 @@
 """Rule files (rules/NSDxxx-slug.toml): load, validate against the metric catalogue, look up."""
+
 from __future__ import annotations
 
 import tomllib
@@ -12,41 +13,76 @@ from nsdiag.model.catalogue import STALL_REASONS, canonical_names
 from nsdiag.resources import rules_dir
 
 # Causes whose slugs are public API (DESIGN.md); rule files may add more, never rename these.
-KERNEL_CAUSES = frozenset({
-    "dram-bandwidth-saturated", "uncoalesced-global-access", "shared-bank-conflicts",
-    "local-memory-spill", "memory-latency", "l2-bound", "warp-divergence", "compute-pipe-saturated",
-    "fp64-heavy", "special-function-heavy", "barrier-stall", "atomic-contention", "low-occupancy",
-    "tail-effect", "small-grid", "launch-overhead", "tensor-core-unused",
-})
-PROGRAM_CAUSES = frozenset({
-    "fusion-candidate", "layout-conversion", "pageable-memcpy", "sync-heavy", "gpu-idle-gaps",
-    "no-copy-compute-overlap", "launch-overhead",
-})
+KERNEL_CAUSES = frozenset(
+    {
+        "dram-bandwidth-saturated",
+        "uncoalesced-global-access",
+        "shared-bank-conflicts",
+        "local-memory-spill",
+        "memory-latency",
+        "l2-bound",
+        "warp-divergence",
+        "compute-pipe-saturated",
+        "fp64-heavy",
+        "special-function-heavy",
+        "barrier-stall",
+        "atomic-contention",
+        "low-occupancy",
+        "tail-effect",
+        "small-grid",
+        "launch-overhead",
+        "tensor-core-unused",
+    }
+)
+PROGRAM_CAUSES = frozenset(
+    {
+        "fusion-candidate",
+        "layout-conversion",
+        "pageable-memcpy",
+        "sync-heavy",
+        "gpu-idle-gaps",
+        "no-copy-compute-overlap",
+        "launch-overhead",
+    }
+)
 DOC_SECTIONS = ("detects", "why", "fix", "false_positives", "references")
 # Names a kernel rule may use besides catalogue metrics: computed per kernel by analysis.
-KERNEL_CONTEXT_NAMES = frozenset({
-    "time_share", "mem_pct", "compute_pct", "arithmetic_intensity", "top_stall_share", "flop_total",
-    "launches", "mean_duration_ns", "is_gemm_like", "fp_pipe_pct", "occupancy_limit_min",
-    "dram_pct_of_ceiling", "dram_tb_per_s",
-    *(f"stall_share_{reason}" for reason in STALL_REASONS),
-})
+KERNEL_CONTEXT_NAMES = frozenset(
+    {
+        "time_share",
+        "mem_pct",
+        "compute_pct",
+        "arithmetic_intensity",
+        "top_stall_share",
+        "flop_total",
+        "launches",
+        "mean_duration_ns",
+        "is_gemm_like",
+        "fp_pipe_pct",
+        "occupancy_limit_min",
+        "dram_pct_of_ceiling",
+        "dram_tb_per_s",
+        *(f"stall_share_{reason}" for reason in STALL_REASONS),
+    }
+)
+
 
 @dataclass(frozen=True)
 class RuleSpec:
     id: str
     cause: str
     title: str
-    scope: str                       # "kernel" or "program"
+    scope: str  # "kernel" or "program"
     requires: tuple[str, ...]
-    condition: Expression | None     # kernel rules
-    impact: Expression | None        # recoverable fraction of the kernel's time, 0..1
-    impact_basis: str                # the assumption behind `impact`, shown to users
+    condition: Expression | None  # kernel rules
+    impact: Expression | None  # recoverable fraction of the kernel's time, 0..1
+    impact_basis: str  # the assumption behind `impact`, shown to users
     evidence: tuple[str, ...]
-    message: str                     # str.format template over the evidence values
+    message: str  # str.format template over the evidence values
     fix: str
     doc: dict[str, str | list[str]]
-    params: dict[str, float] = field(default_factory=dict)   # program analyses' thresholds
-    analysis: str = ""               # program rules: the analysis that implements them
+    params: dict[str, float] = field(default_factory=dict)  # program analyses' thresholds
+    analysis: str = ""  # program rules: the analysis that implements them
     path: str = ""
 
 
@@ -66,8 +102,10 @@ def _expr(data: dict, key: str, path: Path, known: frozenset[str]) -> Expression
         raise RuleError(f"{path.name}: malformed {key}: {exc}", "fix the rule file") from exc
     unknown = sorted(expression.names - known)
     if unknown:
-        raise RuleError(f"{path.name}: {key} names unknown metric(s) {', '.join(unknown)}",
-                        "use names from nsdiag/model/catalogue.py")
+        raise RuleError(
+            f"{path.name}: {key} names unknown metric(s) {', '.join(unknown)}",
+            "use names from nsdiag/model/catalogue.py",
+        )
     return expression
 
 
@@ -76,9 +114,15 @@ def parse_rule(path: Path) -> RuleSpec:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RuleError(f"{path.name}: not valid TOML: {exc}", "fix the rule file") from exc
-    rule_id, cause, scope = _text(data, "id", path), _text(data, "cause", path), _text(data, "scope", path)
+    rule_id, cause, scope = (
+        _text(data, "id", path),
+        _text(data, "cause", path),
+        _text(data, "scope", path),
+    )
     if not path.name.startswith(rule_id):
-        raise RuleError(f"{path.name}: file name must start with its id {rule_id}", "rename the file")
+        raise RuleError(
+            f"{path.name}: file name must start with its id {rule_id}", "rename the file"
+        )
     if scope not in ("kernel", "program"):
         raise RuleError(f"{path.name}: scope must be 'kernel' or 'program'", "fix the rule file")
     params = {str(k): float(v) for k, v in data.get("params", {}).items()}
@@ -86,26 +130,43 @@ def parse_rule(path: Path) -> RuleSpec:
     requires = tuple(data.get("requires", []))
     unknown = [m for m in requires if m not in known]
     if unknown:
-        raise RuleError(f"{path.name}: requires unknown metric(s) {', '.join(unknown)}",
-                        "use names from nsdiag/model/catalogue.py")
+        raise RuleError(
+            f"{path.name}: requires unknown metric(s) {', '.join(unknown)}",
+            "use names from nsdiag/model/catalogue.py",
+        )
     evidence = tuple(data.get("evidence", []))
     bad_evidence = [m for m in evidence if m not in known]
     if bad_evidence:
-        raise RuleError(f"{path.name}: evidence names unknown metric(s) {', '.join(bad_evidence)}", "fix the rule file")
+        raise RuleError(
+            f"{path.name}: evidence names unknown metric(s) {', '.join(bad_evidence)}",
+            "fix the rule file",
+        )
     doc = data.get("doc", {})
     missing_doc = [s for s in DOC_SECTIONS if not doc.get(s)]
     if missing_doc:
-        raise RuleError(f"{path.name}: documentation section(s) missing: {', '.join(missing_doc)}",
-                        f"every rule documents {', '.join(DOC_SECTIONS)}")
+        raise RuleError(
+            f"{path.name}: documentation section(s) missing: {', '.join(missing_doc)}",
+            f"every rule documents {', '.join(DOC_SECTIONS)}",
+        )
     condition = _expr(data, "condition", path, known)
     if scope == "kernel" and condition is None:
-        raise RuleError(f"{path.name}: kernel rules need a condition", "add condition = \"...\"")
+        raise RuleError(f"{path.name}: kernel rules need a condition", 'add condition = "..."')
     return RuleSpec(
-        id=rule_id, cause=cause, title=_text(data, "title", path), scope=scope, requires=requires,
-        condition=condition, impact=_expr(data, "impact", path, known),
-        impact_basis=str(data.get("impact_basis", "")).strip(), evidence=evidence,
-        message=_text(data, "message", path), fix=_text(data, "fix", path), doc=doc, params=params,
-        analysis=str(data.get("analysis", "")), path=str(path),
+        id=rule_id,
+        cause=cause,
+        title=_text(data, "title", path),
+        scope=scope,
+        requires=requires,
+        condition=condition,
+        impact=_expr(data, "impact", path, known),
+        impact_basis=str(data.get("impact_basis", "")).strip(),
+        evidence=evidence,
+        message=_text(data, "message", path),
+        fix=_text(data, "fix", path),
+        doc=doc,
+        params=params,
+        analysis=str(data.get("analysis", "")),
+        path=str(path),
     )
 
 
@@ -115,7 +176,10 @@ def load_rules(directory: Path | None = None) -> list[RuleSpec]:
     seen: dict[str, str] = {}
     for rule in rules:
         if rule.id in seen:
-            raise RuleError(f"rule id {rule.id} is used by {seen[rule.id]} and {Path(rule.path).name}", "ids are unique")
+            raise RuleError(
+                f"rule id {rule.id} is used by {seen[rule.id]} and {Path(rule.path).name}",
+                "ids are unique",
+            )
         seen[rule.id] = Path(rule.path).name
     return rules
 

@@ -14,6 +14,7 @@ other, or when a memory unit within 5 points of the threshold decides which unit
 (DRAM at 58% with L2 at 70%: L2; at 61%: DRAM), the verdict carries a note saying so instead of
 pretending to be sure, and `close_call` is set.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,11 +26,27 @@ LAUNCH_NS = 5_000.0
 SATURATED_PCT = 60.0
 NEAR_PCT = 5.0
 
-MEMORY_ORDER = ("dram", "l2", "shared", "l1")   # furthest from the SM first: the limiter's precedence
-MEMORY_UNITS = {"dram": "dram_throughput_pct", "l2": "l2_throughput_pct", "l1": "l1_throughput_pct",
-                "shared": "shared_throughput_pct"}
-COMPUTE_UNITS = {"fma": "pipe_fma_pct", "alu": "pipe_alu_pct", "fp64": "pipe_fp64_pct", "fp16": "pipe_fp16_pct",
-                 "tensor": "pipe_tensor_pct", "xu": "pipe_xu_pct", "lsu": "pipe_lsu_pct"}
+MEMORY_ORDER = (
+    "dram",
+    "l2",
+    "shared",
+    "l1",
+)  # furthest from the SM first: the limiter's precedence
+MEMORY_UNITS = {
+    "dram": "dram_throughput_pct",
+    "l2": "l2_throughput_pct",
+    "l1": "l1_throughput_pct",
+    "shared": "shared_throughput_pct",
+}
+COMPUTE_UNITS = {
+    "fma": "pipe_fma_pct",
+    "alu": "pipe_alu_pct",
+    "fp64": "pipe_fp64_pct",
+    "fp16": "pipe_fp16_pct",
+    "tensor": "pipe_tensor_pct",
+    "xu": "pipe_xu_pct",
+    "lsu": "pipe_lsu_pct",
+}
 
 
 @dataclass(frozen=True)
@@ -40,7 +57,7 @@ class Verdict:
     compute_pct: float
     note: str
     limiter_pct: float = math.nan
-    close_call: bool = False        # a unit within NEAR_PCT of a threshold decided bound or limiter
+    close_call: bool = False  # a unit within NEAR_PCT of a threshold decided bound or limiter
 
 
 def _busiest(values: dict[str, float], units: dict[str, str]) -> tuple[str | None, float]:
@@ -71,19 +88,25 @@ def _limiter_note(values: dict[str, float], limiter: str | None) -> str:
     in another, for the same launch of an AdamW kernel on the H200)."""
     if limiter not in MEMORY_ORDER:
         return ""
+
     def pct(unit: str) -> float:
         value = values.get(MEMORY_UNITS[unit])
         return math.nan if value is None else float(value)
+
     chosen = MEMORY_ORDER.index(limiter)
-    for unit in MEMORY_ORDER[:chosen]:               # farther units, just under the threshold
+    for unit in MEMORY_ORDER[:chosen]:  # farther units, just under the threshold
         if SATURATED_PCT - NEAR_PCT <= pct(unit) < SATURATED_PCT:
-            return (f"limiter a close call: {unit.upper()} at {pct(unit):.0f}%, near the {SATURATED_PCT:.0f}% "
-                    f"above which it, not {limiter.upper()} ({pct(limiter):.0f}%), is the limiter")
-    if pct(limiter) < SATURATED_PCT + NEAR_PCT:      # the chosen unit just over, a nearer one saturated
-        for unit in MEMORY_ORDER[chosen + 1:]:
+            return (
+                f"limiter a close call: {unit.upper()} at {pct(unit):.0f}%, near the {SATURATED_PCT:.0f}% "
+                f"above which it, not {limiter.upper()} ({pct(limiter):.0f}%), is the limiter"
+            )
+    if pct(limiter) < SATURATED_PCT + NEAR_PCT:  # the chosen unit just over, a nearer one saturated
+        for unit in MEMORY_ORDER[chosen + 1 :]:
             if pct(unit) >= SATURATED_PCT:
-                return (f"limiter a close call: {limiter.upper()} at {pct(limiter):.0f}%, near the "
-                        f"{SATURATED_PCT:.0f}% below which {unit.upper()} ({pct(unit):.0f}%) is the limiter")
+                return (
+                    f"limiter a close call: {limiter.upper()} at {pct(limiter):.0f}%, near the "
+                    f"{SATURATED_PCT:.0f}% below which {unit.upper()} ({pct(unit):.0f}%) is the limiter"
+                )
     return ""
 
 
@@ -99,32 +122,67 @@ def classify(values: dict[str, float]) -> Verdict:
         cmp_pct = _nanmax(math.nan, values.get("sm_throughput_pct"))
     duration = values.get("duration_ns", math.nan)
     if not math.isnan(duration) and duration < LAUNCH_NS:
-        return Verdict("launch", "launch", mem_pct, cmp_pct,
-                       f"runs {duration / 1000:.1f} us, under the {LAUNCH_NS / 1000:.0f} us a launch costs")
+        return Verdict(
+            "launch",
+            "launch",
+            mem_pct,
+            cmp_pct,
+            f"runs {duration / 1000:.1f} us, under the {LAUNCH_NS / 1000:.0f} us a launch costs",
+        )
     if math.isnan(mem_pct) and math.isnan(cmp_pct):
         return Verdict("unknown", None, mem_pct, cmp_pct, "no speed-of-light metrics in the report")
     top = _nanmax(mem_pct, cmp_pct)
     notes = []
     if abs(top - SATURATED_PCT) < NEAR_PCT:
-        notes.append(f"busiest unit at {top:.0f}%, near the {SATURATED_PCT:.0f}% saturation threshold")
+        notes.append(
+            f"busiest unit at {top:.0f}%, near the {SATURATED_PCT:.0f}% saturation threshold"
+        )
     if top >= SATURATED_PCT:
         is_memory = not math.isnan(mem_pct) and (math.isnan(cmp_pct) or mem_pct >= cmp_pct)
-        if not math.isnan(mem_pct) and not math.isnan(cmp_pct) and abs(mem_pct - cmp_pct) < NEAR_PCT:
+        if (
+            not math.isnan(mem_pct)
+            and not math.isnan(cmp_pct)
+            and abs(mem_pct - cmp_pct) < NEAR_PCT
+        ):
             notes.append(f"memory {mem_pct:.0f}% and compute {cmp_pct:.0f}% are nearly balanced")
         if is_memory:
             unit_pct = values.get(MEMORY_UNITS.get(mem_unit or "", ""), mem_pct)
             notes.append(_limiter_note(values, mem_unit))
             notes = [n for n in notes if n]
-            return Verdict("memory", mem_unit or "memory", mem_pct, cmp_pct, "; ".join(notes), unit_pct, bool(notes))
-        return Verdict("compute", cmp_unit or "sm", mem_pct, cmp_pct, "; ".join(notes), cmp_pct, bool(notes))
+            return Verdict(
+                "memory",
+                mem_unit or "memory",
+                mem_pct,
+                cmp_pct,
+                "; ".join(notes),
+                unit_pct,
+                bool(notes),
+            )
+        return Verdict(
+            "compute", cmp_unit or "sm", mem_pct, cmp_pct, "; ".join(notes), cmp_pct, bool(notes)
+        )
     grid, sms = values.get("grid_size"), values.get("sm_count")
-    if grid is not None and sms is not None and not math.isnan(grid) and not math.isnan(sms) and grid < sms:
+    if (
+        grid is not None
+        and sms is not None
+        and not math.isnan(grid)
+        and not math.isnan(sms)
+        and grid < sms
+    ):
         close = bool(notes)
         notes.append(f"{grid:.0f} blocks for {sms:.0f} SMs")
-        return Verdict("latency", "small_grid", mem_pct, cmp_pct, "; ".join(notes), close_call=close)
+        return Verdict(
+            "latency", "small_grid", mem_pct, cmp_pct, "; ".join(notes), close_call=close
+        )
     stall = values.get("top_stall")
-    return Verdict("latency", stall if isinstance(stall, str) else None, mem_pct, cmp_pct, "; ".join(notes),
-                   close_call=bool(notes))
+    return Verdict(
+        "latency",
+        stall if isinstance(stall, str) else None,
+        mem_pct,
+        cmp_pct,
+        "; ".join(notes),
+        close_call=bool(notes),
+    )
 
 
 def _nanmax(a: float | None, b: float | None) -> float:
@@ -136,7 +194,11 @@ def sentence(name: str, verdict: Verdict, roofline: dict) -> str:
     """The verdict in one sentence a performance engineer would say."""
     name = short_name(name)
     pct_roof = roofline.get("pct_of_roof")
-    roof = f", at {pct_roof:.0f}% of its roofline" if isinstance(pct_roof, float) and not math.isnan(pct_roof) else ""
+    roof = (
+        f", at {pct_roof:.0f}% of its roofline"
+        if isinstance(pct_roof, float) and not math.isnan(pct_roof)
+        else ""
+    )
     if verdict.bound == "memory":
         return f"{name} is memory-bound on {verdict.limiter.upper() if verdict.limiter else 'memory'} ({verdict.limiter_pct:.0f}% of peak){roof}."
     if verdict.bound == "compute":
@@ -145,9 +207,15 @@ def sentence(name: str, verdict: Verdict, roofline: dict) -> str:
         if verdict.limiter == "small_grid":
             why = f", because the grid leaves most SMs idle ({verdict.note})"
         else:
-            why = f", warps mostly stalled on {verdict.limiter.replace('_', ' ')}" if verdict.limiter else ""
-        return (f"{name} is latency-bound: no unit is busy (memory {verdict.mem_pct:.0f}%, compute "
-                f"{verdict.compute_pct:.0f}%){why}.")
+            why = (
+                f", warps mostly stalled on {verdict.limiter.replace('_', ' ')}"
+                if verdict.limiter
+                else ""
+            )
+        return (
+            f"{name} is latency-bound: no unit is busy (memory {verdict.mem_pct:.0f}%, compute "
+            f"{verdict.compute_pct:.0f}%){why}."
+        )
     if verdict.bound == "launch":
         return f"{name} is launch-bound: it {verdict.note}."
     return f"{name}: not enough metrics for a verdict ({verdict.note})."

@@ -4,11 +4,12 @@ Flags are those of Nsight Compute / Nsight Systems 2025.3.1 (see ../shared/GPU-N
 research notes). Every function returns a fresh list of strings: paths with spaces need no quoting.
 Output names are given without extension; ncu appends `.ncu-rep` and nsys `.nsys-rep`.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from nsdiag.collect.metric_set import BASE_SECTIONS
 
@@ -25,9 +26,18 @@ from nsdiag.collect.metric_set import BASE_SECTIONS
 #   SpeedOfLight_RooflineChart    FLOP rates and peaks (roofline)
 #   SpeedOfLight_HierarchicalTensorRooflineChart  tensor-core operation counts
 TARGETED_SECTIONS: tuple[str, ...] = (
-    "SpeedOfLight", "LaunchStats", "Occupancy", "ComputeWorkloadAnalysis", "MemoryWorkloadAnalysis",
-    "MemoryWorkloadAnalysis_Chart", "MemoryWorkloadAnalysis_Tables", "SchedulerStats", "WarpStateStats",
-    "InstructionStats", "SpeedOfLight_RooflineChart", "SpeedOfLight_HierarchicalTensorRooflineChart",
+    "SpeedOfLight",
+    "LaunchStats",
+    "Occupancy",
+    "ComputeWorkloadAnalysis",
+    "MemoryWorkloadAnalysis",
+    "MemoryWorkloadAnalysis_Chart",
+    "MemoryWorkloadAnalysis_Tables",
+    "SchedulerStats",
+    "WarpStateStats",
+    "InstructionStats",
+    "SpeedOfLight_RooflineChart",
+    "SpeedOfLight_HierarchicalTensorRooflineChart",
 )
 # What phase 2 collects: the rules' metrics by name with three cheap sections (metric_set.py: 25
 # passes, ~0.5 s per launch on the H200), the sections above (35 passes, ~1.9 s, with ncu's own
@@ -68,7 +78,10 @@ def section_args(section_set: str = "rules", metrics: Sequence[str] = ()) -> lis
         raise ValueError(f"unknown section set {section_set!r} (expected one of {SECTION_SETS})")
     if not metrics:
         raise ValueError("the rules' metric list is empty (metric_set.rule_metrics)")
-    return [arg for section in BASE_SECTIONS for arg in ("--section", section)] + ["--metrics", ",".join(metrics)]
+    return [arg for section in BASE_SECTIONS for arg in ("--section", section)] + [
+        "--metrics",
+        ",".join(metrics),
+    ]
 
 
 def ncu_output(path: str | Path) -> str:
@@ -83,14 +96,25 @@ def _region(profile_from_start: bool, nvtx: str | None) -> list[str]:
     return out
 
 
-def nsys_profile(nsys: str | Path, output: str | Path, program: Sequence[str], *,
-                 profile_from_start: bool = True) -> list[str]:
+def nsys_profile(
+    nsys: str | Path, output: str | Path, program: Sequence[str], *, profile_from_start: bool = True
+) -> list[str]:
     """Phase 1: the timeline. CUDA, NVTX and OS-runtime traces, no CPU sampling or context
     switches (cheap); CUDA-graph kernels one by one so that they can be planned like any other.
     With profile_from_start off, only the cudaProfilerStart/Stop region is captured and the
     program then runs to its end (`stop`, not the default `stop-shutdown`, which kills it)."""
-    argv = [str(nsys), "profile", "-t", "cuda,nvtx,osrt", "--cpuctxsw", "none", "-s", "none",
-            "--cuda-graph-trace", "node"]
+    argv = [
+        str(nsys),
+        "profile",
+        "-t",
+        "cuda,nvtx,osrt",
+        "--cpuctxsw",
+        "none",
+        "-s",
+        "none",
+        "--cuda-graph-trace",
+        "node",
+    ]
     if not profile_from_start:
         argv += ["--capture-range", "cudaProfilerApi", "--capture-range-end", "stop"]
     return argv + ["-f", "true", "-o", str(output), *program]
@@ -100,16 +124,42 @@ def nsys_export_sqlite(nsys: str | Path, report: str | Path, output: str | Path)
     return [str(nsys), "export", "--type", "sqlite", "-f", "true", "-o", str(output), str(report)]
 
 
-def ncu_durations(ncu: str | Path, output: str | Path, program: Sequence[str], *,
-                  profile_from_start: bool = True, nvtx: str | None = None) -> list[str]:
+def ncu_durations(
+    ncu: str | Path,
+    output: str | Path,
+    program: Sequence[str],
+    *,
+    profile_from_start: bool = True,
+    nvtx: str | None = None,
+) -> list[str]:
     """Phase 1 without nsys: every launch once, duration only (about 0.2 s per launch on the H200)."""
-    return [str(ncu), "--metrics", DURATION_METRIC, *_region(profile_from_start, nvtx),
-            "--clock-control", "none", "-f", "-o", ncu_output(output), *program]
+    return [
+        str(ncu),
+        "--metrics",
+        DURATION_METRIC,
+        *_region(profile_from_start, nvtx),
+        "--clock-control",
+        "none",
+        "-f",
+        "-o",
+        ncu_output(output),
+        *program,
+    ]
 
 
-def ncu_targeted(ncu: str | Path, output: str | Path, program: Sequence[str], *, names: Iterable[str],
-                 launch_count: int, name_base: str = "mangled", sections: str = "rules",
-                 metrics: Sequence[str] = (), profile_from_start: bool = True, nvtx: str | None = None) -> list[str]:
+def ncu_targeted(
+    ncu: str | Path,
+    output: str | Path,
+    program: Sequence[str],
+    *,
+    names: Iterable[str],
+    launch_count: int,
+    name_base: str = "mangled",
+    sections: str = "rules",
+    metrics: Sequence[str] = (),
+    profile_from_start: bool = True,
+    nvtx: str | None = None,
+) -> list[str]:
     """Phase 2: one ncu run profiling the first `launch_count` launches of each launch
     configuration (grid, block, shared memory) of the named kernels.
 
@@ -123,20 +173,53 @@ def ncu_targeted(ncu: str | Path, output: str | Path, program: Sequence[str], *,
     if name_base not in ("mangled", "function"):
         raise ValueError(f"unknown kernel name base {name_base!r}")
     argv = [str(ncu), *section_args(sections, metrics)]
-    argv += ["--kernel-name-base", name_base, "-k", function_regex(names),
-             "--filter-mode", "per-launch-config", "--launch-count", str(launch_count)]
-    return argv + [*_region(profile_from_start, nvtx), "--clock-control", "none", "--import-source", "no",
-                   "-f", "-o", ncu_output(output), *program]
+    argv += [
+        "--kernel-name-base",
+        name_base,
+        "-k",
+        function_regex(names),
+        "--filter-mode",
+        "per-launch-config",
+        "--launch-count",
+        str(launch_count),
+    ]
+    return argv + [
+        *_region(profile_from_start, nvtx),
+        "--clock-control",
+        "none",
+        "--import-source",
+        "no",
+        "-f",
+        "-o",
+        ncu_output(output),
+        *program,
+    ]
 
 
-def ncu_full(ncu: str | Path, output: str | Path, program: Sequence[str], *, kernel_regex: str | None = None,
-             profile_from_start: bool = True, nvtx: str | None = None) -> list[str]:
+def ncu_full(
+    ncu: str | Path,
+    output: str | Path,
+    program: Sequence[str],
+    *,
+    kernel_regex: str | None = None,
+    profile_from_start: bool = True,
+    nvtx: str | None = None,
+) -> list[str]:
     """`--full`: every launch (or every launch whose function name matches), the full set."""
     argv = [str(ncu), "--set", "full"]
     if kernel_regex:
         argv += ["-k", f"regex:{kernel_regex}"]
-    return argv + [*_region(profile_from_start, nvtx), "--clock-control", "none", "--import-source", "no",
-                   "-f", "-o", ncu_output(output), *program]
+    return argv + [
+        *_region(profile_from_start, nvtx),
+        "--clock-control",
+        "none",
+        "--import-source",
+        "no",
+        "-f",
+        "-o",
+        ncu_output(output),
+        *program,
+    ]
 
 
 def ncu_query_metrics(ncu: str | Path) -> list[str]:
@@ -144,7 +227,9 @@ def ncu_query_metrics(ncu: str | Path) -> list[str]:
     return [str(ncu), "--query-metrics", "--csv"]
 
 
-def ncu_export_raw(ncu: str | Path, report: str | Path, kernel_base: str | None = None) -> list[str]:
+def ncu_export_raw(
+    ncu: str | Path, report: str | Path, kernel_base: str | None = None
+) -> list[str]:
     """One row per launch, every metric, base units (the format tests/data holds); with
     kernel_base="mangled", kernel names as the linker sees them (what phase 2 filters on)."""
     argv = [str(ncu), "-i", str(report), "--csv", "--page", "raw", "--print-units", "base"]
@@ -153,18 +238,47 @@ def ncu_export_raw(ncu: str | Path, report: str | Path, kernel_base: str | None 
 
 def ncu_export_details(ncu: str | Path, report: str | Path) -> list[str]:
     """Section metrics by label plus ncu's own rule results (a second opinion)."""
-    return [str(ncu), "-i", str(report), "--csv", "--page", "details", "--print-details", "all",
-            "--print-units", "base"]
+    return [
+        str(ncu),
+        "-i",
+        str(report),
+        "--csv",
+        "--page",
+        "details",
+        "--print-details",
+        "all",
+        "--print-units",
+        "base",
+    ]
 
 
-def template_targeted(ncu: str | Path, output: str | Path, program: Sequence[str], *,
-                      sections: str = "rules", profile_from_start: bool = True,
-                      nvtx: str | None = None) -> list[str]:
+def template_targeted(
+    ncu: str | Path,
+    output: str | Path,
+    program: Sequence[str],
+    *,
+    sections: str = "rules",
+    profile_from_start: bool = True,
+    nvtx: str | None = None,
+) -> list[str]:
     """Phase 2 as a dry run shows it: the kernel list and count are only known after phase 1."""
-    argv = ncu_targeted(ncu, output, program, names=["NAMES"], launch_count=1, sections=sections, metrics=["METRICS"],
-                        profile_from_start=profile_from_start, nvtx=nvtx)
+    argv = ncu_targeted(
+        ncu,
+        output,
+        program,
+        names=["NAMES"],
+        launch_count=1,
+        sections=sections,
+        metrics=["METRICS"],
+        profile_from_start=profile_from_start,
+        nvtx=nvtx,
+    )
     if "METRICS" in argv:
-        argv[argv.index("METRICS")] = "<the metrics the rules read that this GPU offers (ncu --query-metrics)>"
-    argv[argv.index("regex:^(NAMES)$")] = "regex:^(<mangled names of the kernels chosen from phase 1>)$"
+        argv[argv.index("METRICS")] = (
+            "<the metrics the rules read that this GPU offers (ncu --query-metrics)>"
+        )
+    argv[argv.index("regex:^(NAMES)$")] = (
+        "regex:^(<mangled names of the kernels chosen from phase 1>)$"
+    )
     argv[argv.index("--launch-count") + 1] = "<N>"
     return argv

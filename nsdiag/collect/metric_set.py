@@ -11,10 +11,11 @@ name of each catalogue entry that the chip knows is requested, so a metric renam
 ncu version or absent on another chip falls back or is left out instead of failing the run.
 Pure: metric base names in, a list out.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Collection
+from collections.abc import Collection
 
 from nsdiag.model.catalogue import CATALOGUE
 
@@ -23,7 +24,7 @@ from nsdiag.model.catalogue import CATALOGUE
 BASE_SECTIONS: tuple[str, ...] = ("SpeedOfLight", "LaunchStats", "Occupancy")
 # Fewer rule metrics than this means the chip's listing was not understood (136 on the H200).
 MIN_RULE_METRICS = 60
-_FROM_SECTIONS = ("launch__", "device__")   # recorded with every result or by LaunchStats/Occupancy
+_FROM_SECTIONS = ("launch__", "device__")  # recorded with every result or by LaunchStats/Occupancy
 _METRIC_NAME = re.compile(r"^[a-z0-9]+__[a-z0-9_]+$")
 
 

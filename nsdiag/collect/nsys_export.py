@@ -1,4 +1,5 @@
 """Find an nsys binary and export a `.nsys-rep` report to SQLite with it."""
+
 from __future__ import annotations
 
 import subprocess
@@ -7,8 +8,10 @@ from pathlib import Path
 from nsdiag.collect.tools import find_optional
 from nsdiag.errors import InputError, MissingDependencyError, ProfilerError
 
-EXPORT_HINT = ("export it where nsys is installed: nsys export --type sqlite report.nsys-rep "
-               "(writes report.sqlite), then pass the .sqlite file; or install Nsight Systems, or set NSYS=/path/to/nsys")
+EXPORT_HINT = (
+    "export it where nsys is installed: nsys export --type sqlite report.nsys-rep "
+    "(writes report.sqlite), then pass the .sqlite file; or install Nsight Systems, or set NSYS=/path/to/nsys"
+)
 
 
 def find_nsys() -> Path | None:
@@ -29,15 +32,24 @@ def export_sqlite(report: Path, output: Path, timeout_s: float = 600.0) -> Path:
         raise InputError(f"{report} does not exist", "check the path")
     nsys = find_nsys()
     if nsys is None:
-        raise MissingDependencyError(f"reading {report.name} needs the nsys binary to export it, and none was found",
-                                     EXPORT_HINT)
+        raise MissingDependencyError(
+            f"reading {report.name} needs the nsys binary to export it, and none was found",
+            EXPORT_HINT,
+        )
     try:
-        done = subprocess.run(export_argv(nsys, report, output), capture_output=True, text=True,
-                              timeout=timeout_s, check=False)
+        done = subprocess.run(
+            export_argv(nsys, report, output),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ProfilerError(f"nsys export of {report} failed: {exc}", EXPORT_HINT) from exc
     if done.returncode != 0 or not output.is_file():
         tail = (done.stderr or done.stdout or "").strip().splitlines()[-3:]
-        raise ProfilerError(f"nsys export of {report} failed (exit {done.returncode}): {' | '.join(tail)}",
-                            "check that the report is complete and that this nsys is as new as the one that recorded it")
+        raise ProfilerError(
+            f"nsys export of {report} failed (exit {done.returncode}): {' | '.join(tail)}",
+            "check that the report is complete and that this nsys is as new as the one that recorded it",
+        )
     return output

@@ -11,11 +11,12 @@ template variants share a name and can shadow each other; the plan then replays 
 the launch sequence and uses more runs or higher counts to reach them.
 Pure: DataFrame in, frozen records out.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import pandas as pd
 
@@ -33,7 +34,9 @@ SECONDS_PER_LAUNCH = {"full": 2.2, "sections": 1.9, "rules": 0.5, "duration": 0.
 # nvjet reuse a GEMM kernel and grid for different K): each group gets its own profiled launch.
 VARIANT_RATIO = 1.5
 
-_CAST = re.compile(r"\((?:unsigned |signed )?(?:int|long|long long|short|char|bool|unsigned)\)(?=-?\w)")
+_CAST = re.compile(
+    r"\((?:unsigned |signed )?(?:int|long|long long|short|char|bool|unsigned)\)(?=-?\w)"
+)
 _QUALIFIER = re.compile(r"(?:[A-Za-z_]\w*|<unnamed>|\(anonymous namespace\))::")
 
 
@@ -41,18 +44,18 @@ def function_name(name: str) -> str:
     """The bare function name of a demangled kernel name, as ncu's `function` name base and nsys's
     short name have it: 'void at::native::f<4, g<float>>(int, T2)' -> 'f'."""
     text = name.strip()
-    for opener, closer in (("(", ")"), ("<", ">")):   # parameters, then template arguments
+    for opener, closer in (("(", ")"), ("<", ">")):  # parameters, then template arguments
         if text.endswith(closer):
             start = _matching_open(text, opener, closer)
             if start > 0:
                 text = text[:start]
     depth, cut = 0, 0
-    for i, ch in enumerate(text):                     # the last '::' or space outside brackets
+    for i, ch in enumerate(text):  # the last '::' or space outside brackets
         if ch in "<([":
             depth += 1
         elif ch in ">)]":
             depth -= 1
-        elif depth == 0 and (ch == " " or (ch == ":" and text[i - 1:i] == ":")):
+        elif depth == 0 and (ch == " " or (ch == ":" and text[i - 1 : i] == ":")):
             cut = i + 1
     return text[cut:] or name
 
@@ -79,16 +82,16 @@ def normalized(name: str) -> str:
 
 @dataclass(frozen=True)
 class Signature:
-    name: str               # demangled
-    function: str           # bare function name (ncu's `function` base, nsys's short name)
+    name: str  # demangled
+    function: str  # bare function name (ncu's `function` base, nsys's short name)
     grid: str
     block: str
     launches: int
     total_ns: float
-    share: float            # of all kernel time in the timeline
-    first: int              # index of the first launch in launch order
-    filter_name: str = ""   # the name ncu's filter sees: mangled when known, else `function`
-    variant: int = 0        # duration group within name + grid + block (0 = shortest launches)
+    share: float  # of all kernel time in the timeline
+    first: int  # index of the first launch in launch order
+    filter_name: str = ""  # the name ncu's filter sees: mangled when known, else `function`
+    variant: int = 0  # duration group within name + grid + block (0 = shortest launches)
     variants: int = 1
     median_ns: float = 0.0
 
@@ -96,27 +99,28 @@ class Signature:
 @dataclass(frozen=True)
 class Round:
     """One ncu run: kernels of these names, the first `launch_count` launches of each shape."""
+
     names: tuple[str, ...]
     launch_count: int
     wanted: tuple[Signature, ...]
-    launches: int           # launches this run is expected to profile (wanted and others)
+    launches: int  # launches this run is expected to profile (wanted and others)
     argv: tuple[str, ...] = ()
-    profiled: tuple[Signature, ...] = ()   # every signature it reaches: wanted and other shapes
+    profiled: tuple[Signature, ...] = ()  # every signature it reaches: wanted and other shapes
 
 
 @dataclass(frozen=True)
 class Plan:
-    signatures: tuple[Signature, ...]      # chosen, most time first
+    signatures: tuple[Signature, ...]  # chosen, most time first
     rounds: tuple[Round, ...]
-    uncovered: tuple[Signature, ...]       # chosen but not reachable within the run limits
+    uncovered: tuple[Signature, ...]  # chosen but not reachable within the run limits
     total_ns: float
     total_launches: int
-    selected_share: float                  # chosen signatures' share of kernel time
-    planned_share: float                   # share the rounds are expected to profile (other shapes too)
-    estimated_s: float                     # ncu runs, program start-up included
-    full_estimated_s: float                # `ncu --set full` on every launch, for comparison
+    selected_share: float  # chosen signatures' share of kernel time
+    planned_share: float  # share the rounds are expected to profile (other shapes too)
+    estimated_s: float  # ncu runs, program start-up included
+    full_estimated_s: float  # `ncu --set full` on every launch, for comparison
     notes: tuple[str, ...] = field(default=())
-    name_base: str = "mangled"             # ncu --kernel-name-base the rounds use
+    name_base: str = "mangled"  # ncu --kernel-name-base the rounds use
 
     @property
     def launches(self) -> int:
@@ -130,7 +134,7 @@ class PlanSettings:
     kernel_regex: str | None = None
     max_launch_count: int = 4
     max_rounds: int = 3
-    program_s: float = 10.0                # one run of the program outside ncu (phase 1 measures it)
+    program_s: float = 10.0  # one run of the program outside ncu (phase 1 measures it)
     seconds_per_launch: float = SECONDS_PER_LAUNCH["rules"]
     key_has_name: bool = LAUNCH_CONFIG_KEY_HAS_NAME
 
@@ -144,13 +148,17 @@ def kernel_launches(timeline: pd.DataFrame) -> pd.DataFrame:
         k[column] = k[column].astype(str) if column in k else ""
     order = None
     if "api_start_ns" in k and (k["api_start_ns"].fillna(-1) >= 0).all():
-        order = "api_start_ns"        # ncu counts launches in API order, not GPU start order
+        order = "api_start_ns"  # ncu counts launches in API order, not GPU start order
     elif "start_ns" in k:
         order = "start_ns"
     if order:
         k = k.sort_values(order, kind="stable")
     names = k["name"].astype(str)
-    short = k["short_name"].fillna("").astype(str) if "short_name" in k else pd.Series("", index=k.index)
+    short = (
+        k["short_name"].fillna("").astype(str)
+        if "short_name" in k
+        else pd.Series("", index=k.index)
+    )
     k["function"] = [s if s else function_name(n) for s, n in zip(short, names)]
     k["filter_name"] = k["mangled_name"].astype(str) if name_base(k) == "mangled" else k["function"]
     k["duration_ns"] = pd.to_numeric(k["duration_ns"], errors="coerce").fillna(0.0)
@@ -159,8 +167,12 @@ def kernel_launches(timeline: pd.DataFrame) -> pd.DataFrame:
 
 def name_base(launches: pd.DataFrame) -> str:
     """`mangled` when every launch has a mangled name (what kernel_launches filters by), else `function`."""
-    mangled = launches["mangled_name"].fillna("").astype(str) if "mangled_name" in launches else None
-    return "mangled" if mangled is not None and len(launches) and (mangled != "").all() else "function"
+    mangled = (
+        launches["mangled_name"].fillna("").astype(str) if "mangled_name" in launches else None
+    )
+    return (
+        "mangled" if mangled is not None and len(launches) and (mangled != "").all() else "function"
+    )
 
 
 def duration_groups(durations: Sequence[float], ratio: float = VARIANT_RATIO) -> list[int]:
@@ -182,15 +194,29 @@ def signatures(launches: pd.DataFrame) -> list[Signature]:
     # same way (one per mangled name), and with bare function names template variants stay apart.
     # Launches of one signature whose durations fall in separate groups are planned separately:
     # ncu reaches a later group's first launch with a higher launch count.
-    for (_, name, grid, block), group in keyed.groupby(["filter_name", "name", "grid", "block"], sort=False):
+    for (_, name, grid, block), group in keyed.groupby(
+        ["filter_name", "name", "grid", "block"], sort=False
+    ):
         labels = duration_groups(group["duration_ns"].tolist())
         count = max(labels) + 1
         for variant, part in group.groupby(pd.Series(labels, index=group.index), sort=True):
             ns = float(part["duration_ns"].sum())
-            rows.append(Signature(str(name), str(part["function"].iloc[0]), str(grid), str(block), len(part), ns,
-                                  ns / total if total else 0.0, int(part["_pos"].iloc[0]),
-                                  str(part["filter_name"].iloc[0]), int(variant), count,
-                                  float(part["duration_ns"].median())))
+            rows.append(
+                Signature(
+                    str(name),
+                    str(part["function"].iloc[0]),
+                    str(grid),
+                    str(block),
+                    len(part),
+                    ns,
+                    ns / total if total else 0.0,
+                    int(part["_pos"].iloc[0]),
+                    str(part["filter_name"].iloc[0]),
+                    int(variant),
+                    count,
+                    float(part["duration_ns"].median()),
+                )
+            )
     return sorted(rows, key=lambda s: (-s.total_ns, s.first))
 
 
@@ -203,7 +229,9 @@ def _firsts_of_shape(sigs: Sequence[Signature]) -> dict[tuple[str, str, str], Si
     return out
 
 
-def choose(sigs: Sequence[Signature], coverage: float, max_kernels: int, kernel_regex: str | None) -> list[Signature]:
+def choose(
+    sigs: Sequence[Signature], coverage: float, max_kernels: int, kernel_regex: str | None
+) -> list[Signature]:
     """The most expensive signatures until `coverage` of the (matching) kernel time is reached.
 
     Choosing a signature makes ncu profile the other shapes of its kernel name too (one launch
@@ -219,7 +247,7 @@ def choose(sigs: Sequence[Signature], coverage: float, max_kernels: int, kernel_
         if s in firsts:
             by_name.setdefault(s.filter_name, []).append(s)
     chosen: list[Signature] = []
-    reached: set[Signature] = set()     # chosen, or profiled along with a chosen signature
+    reached: set[Signature] = set()  # chosen, or profiled along with a chosen signature
     covered = 0.0
     for s in sigs:
         if covered >= goal and chosen:
@@ -228,9 +256,9 @@ def choose(sigs: Sequence[Signature], coverage: float, max_kernels: int, kernel_
             continue
         riders = [r for r in by_name.get(s.filter_name, []) if r not in reached and r is not s]
         if chosen and len(reached) + 1 + len(riders) > max_kernels:
-            continue                     # too many shapes come with it; a cheaper one may still fit
+            continue  # too many shapes come with it; a cheaper one may still fit
         if not chosen and len(riders) + 1 > max_kernels:
-            riders = []                  # the most expensive signature is always planned
+            riders = []  # the most expensive signature is always planned
         chosen.append(s)
         for r in (s, *riders):
             reached.add(r)
@@ -238,8 +266,9 @@ def choose(sigs: Sequence[Signature], coverage: float, max_kernels: int, kernel_
     return chosen
 
 
-def _ranks(launches: pd.DataFrame, names: set[str], sigs: Sequence[Signature],
-           key_has_name: bool) -> tuple[dict[Signature, int], pd.DataFrame]:
+def _ranks(
+    launches: pd.DataFrame, names: set[str], sigs: Sequence[Signature], key_has_name: bool
+) -> tuple[dict[Signature, int], pd.DataFrame]:
     """For each signature of `names`, how many launches ncu sees in its launch-configuration
     group before the signature's first launch (0 = it is the first), counting only launches of
     `names` (ncu's name filter applies first)."""
@@ -250,12 +279,19 @@ def _ranks(launches: pd.DataFrame, names: set[str], sigs: Sequence[Signature],
     return {s: int(rank_at[s.first]) for s in sigs if s.filter_name in names}, seen
 
 
-def _round_for(launches: pd.DataFrame, pending: Sequence[Signature], count: int, settings: PlanSettings,
-               every: Sequence[Signature] = ()) -> Round:
+def _round_for(
+    launches: pd.DataFrame,
+    pending: Sequence[Signature],
+    count: int,
+    settings: PlanSettings,
+    every: Sequence[Signature] = (),
+) -> Round:
     names = {s.filter_name for s in pending}
     ranks, seen = _ranks(launches, names, [*pending, *every], settings.key_has_name)
     wanted = tuple(s for s in pending if ranks[s] < count)
-    profiled = tuple(s for s in dict.fromkeys([*pending, *every]) if s in ranks and ranks[s] < count)
+    profiled = tuple(
+        s for s in dict.fromkeys([*pending, *every]) if s in ranks and ranks[s] < count
+    )
     # Each (name, shape) group yields at most `count` results whichever key ncu uses; shared
     # memory, which the timeline lacks, can only split groups further (a small underestimate).
     sizes = seen.groupby(["filter_name", "grid", "block"], sort=False).size()
@@ -263,7 +299,9 @@ def _round_for(launches: pd.DataFrame, pending: Sequence[Signature], count: int,
     return Round(tuple(sorted(names)), count, wanted, expected, (), profiled)
 
 
-def launch_positions(launches: pd.DataFrame, r: Round, key_has_name: bool = LAUNCH_CONFIG_KEY_HAS_NAME) -> list[int]:
+def launch_positions(
+    launches: pd.DataFrame, r: Round, key_has_name: bool = LAUNCH_CONFIG_KEY_HAS_NAME
+) -> list[int]:
     """Positions (in launch order) of the launches ncu profiles in round `r`: per launch
     configuration of the round's names, the first `launch_count`."""
     _, seen = _ranks(launches, set(r.names), (), key_has_name)
@@ -290,8 +328,9 @@ def _follow_s(launches: pd.DataFrame, left: Sequence[Signature], settings: PlanS
     return min(costs)
 
 
-def plan_rounds(launches: pd.DataFrame, chosen: Sequence[Signature],
-                settings: PlanSettings) -> tuple[list[Round], list[Signature]]:
+def plan_rounds(
+    launches: pd.DataFrame, chosen: Sequence[Signature], settings: PlanSettings
+) -> tuple[list[Round], list[Signature]]:
     """Cover `chosen` with as few profiled launches and program runs as the cost model finds:
     for each run try every launch count, looking one run ahead for what it leaves."""
     pending, rounds = list(chosen), list[Round]()
@@ -302,8 +341,11 @@ def plan_rounds(launches: pd.DataFrame, chosen: Sequence[Signature],
             if not r.wanted:
                 continue
             left = [s for s in pending if s not in r.wanted]
-            cost = _round_s(r, settings) + (_follow_s(launches, left, settings) if len(rounds) + 1 < settings.max_rounds
-                                            else _unprofiled_s(left))
+            cost = _round_s(r, settings) + (
+                _follow_s(launches, left, settings)
+                if len(rounds) + 1 < settings.max_rounds
+                else _unprofiled_s(left)
+            )
             if best is None or cost < best[0] - 1e-9:
                 best = (cost, r)
         if best is None:
@@ -313,14 +355,20 @@ def plan_rounds(launches: pd.DataFrame, chosen: Sequence[Signature],
     return rounds, pending
 
 
-def make_plan(timeline: pd.DataFrame, settings: PlanSettings = PlanSettings(),
-              argv_for: Callable[[int, Round, str], Sequence[str]] | None = None) -> Plan:
+def make_plan(
+    timeline: pd.DataFrame,
+    settings: PlanSettings = PlanSettings(),
+    argv_for: Callable[[int, Round, str], Sequence[str]] | None = None,
+) -> Plan:
     """The plan for a phase-1 timeline. `argv_for(i, round, name_base)` builds round i's ncu command."""
     return plan_launches(kernel_launches(timeline), settings, argv_for)
 
 
-def plan_launches(launches: pd.DataFrame, settings: PlanSettings = PlanSettings(),
-                  argv_for: Callable[[int, Round, str], Sequence[str]] | None = None) -> Plan:
+def plan_launches(
+    launches: pd.DataFrame,
+    settings: PlanSettings = PlanSettings(),
+    argv_for: Callable[[int, Round, str], Sequence[str]] | None = None,
+) -> Plan:
     """`make_plan` on launches `kernel_launches` already prepared."""
     if launches.empty:
         raise ValueError("the timeline holds no kernel launch")
@@ -331,28 +379,54 @@ def plan_launches(launches: pd.DataFrame, settings: PlanSettings = PlanSettings(
     rounds, uncovered = plan_rounds(launches, chosen, settings)
     rounds = [_round_for(launches, r.wanted, r.launch_count, settings, sigs) for r in rounds]
     if argv_for is not None:
-        rounds = [Round(r.names, r.launch_count, r.wanted, r.launches, tuple(argv_for(i, r, base)), r.profiled)
-                  for i, r in enumerate(rounds, start=1)]
+        rounds = [
+            Round(
+                r.names,
+                r.launch_count,
+                r.wanted,
+                r.launches,
+                tuple(argv_for(i, r, base)),
+                r.profiled,
+            )
+            for i, r in enumerate(rounds, start=1)
+        ]
     share = lambda items: sum(s.total_ns for s in items) / total if total else 0.0  # noqa: E731
     notes = []
     if settings.kernel_regex and not chosen:
         notes.append(f"no kernel matches --kernel {settings.kernel_regex!r}")
     if uncovered:
-        notes.append(f"{len(uncovered)} chosen signature(s) ({share(uncovered):.1%} of kernel time) are shadowed by "
-                     f"earlier launches of the same shape beyond {settings.max_rounds} ncu run(s) and will not be profiled")
+        notes.append(
+            f"{len(uncovered)} chosen signature(s) ({share(uncovered):.1%} of kernel time) are shadowed by "
+            f"earlier launches of the same shape beyond {settings.max_rounds} ncu run(s) and will not be profiled"
+        )
     later = [s for s in chosen if s.variant and s not in uncovered]
     if later:
-        notes.append(f"{len(later)} chosen signature(s) ({share(later):.1%} of kernel time) are later duration groups of a "
-                     "kernel and shape that also ran with other work (launches more than "
-                     f"{VARIANT_RATIO}x apart): ncu counts further into their launch configuration to reach them")
+        notes.append(
+            f"{len(later)} chosen signature(s) ({share(later):.1%} of kernel time) are later duration groups of a "
+            "kernel and shape that also ran with other work (launches more than "
+            f"{VARIANT_RATIO}x apart): ncu counts further into their launch configuration to reach them"
+        )
     profiled = set(s for r in rounds for s in r.profiled)
     estimated = sum(_round_s(r, settings) for r in rounds)
     full = settings.program_s + len(launches) * SECONDS_PER_LAUNCH["full"]
-    return Plan(tuple(chosen), tuple(rounds), tuple(uncovered), total, len(launches), share(chosen),
-                share(profiled), estimated, full, tuple(notes), base)
+    return Plan(
+        tuple(chosen),
+        tuple(rounds),
+        tuple(uncovered),
+        total,
+        len(launches),
+        share(chosen),
+        share(profiled),
+        estimated,
+        full,
+        tuple(notes),
+        base,
+    )
 
 
-def in_nvtx_range(timeline: pd.DataFrame, nvtx_ranges: pd.DataFrame, expression: str) -> pd.DataFrame:
+def in_nvtx_range(
+    timeline: pd.DataFrame, nvtx_ranges: pd.DataFrame, expression: str
+) -> pd.DataFrame:
     """Timeline rows launched while an NVTX range named like `expression` (ncu syntax: 'name',
     'name/', 'domain@name', 'outer/inner/') was open on the launching thread."""
     parts = [p for p in expression.split("/") if p]
@@ -372,17 +446,42 @@ def in_nvtx_range(timeline: pd.DataFrame, nvtx_ranges: pd.DataFrame, expression:
 
 def describe(plan: Plan) -> dict:
     """The plan as JSON-ready data (status.json, dry run)."""
+
     def sig(s: Signature) -> dict:
-        return {"name": s.name, "function": s.function, "grid": s.grid, "block": s.block, "launches": s.launches,
-                "total_ns": s.total_ns, "share": round(s.share, 6),
-                **({"variant": s.variant, "variants": s.variants, "median_ns": s.median_ns} if s.variants > 1 else {})}
+        return {
+            "name": s.name,
+            "function": s.function,
+            "grid": s.grid,
+            "block": s.block,
+            "launches": s.launches,
+            "total_ns": s.total_ns,
+            "share": round(s.share, 6),
+            **(
+                {"variant": s.variant, "variants": s.variants, "median_ns": s.median_ns}
+                if s.variants > 1
+                else {}
+            ),
+        }
+
     return {
-        "kernel_launches": plan.total_launches, "kernel_time_ns": plan.total_ns,
-        "selected_share": round(plan.selected_share, 6), "planned_share": round(plan.planned_share, 6),
-        "estimated_s": round(plan.estimated_s, 1), "full_set_estimated_s": round(plan.full_estimated_s, 1),
+        "kernel_launches": plan.total_launches,
+        "kernel_time_ns": plan.total_ns,
+        "selected_share": round(plan.selected_share, 6),
+        "planned_share": round(plan.planned_share, 6),
+        "estimated_s": round(plan.estimated_s, 1),
+        "full_set_estimated_s": round(plan.full_estimated_s, 1),
         "signatures": [sig(s) for s in plan.signatures],
         "name_base": plan.name_base,
-        "rounds": [{"names": list(r.names), "launch_count": r.launch_count, "expected_launches": r.launches,
-                    "wanted": [sig(s) for s in r.wanted], "argv": list(r.argv)} for r in plan.rounds],
-        "uncovered": [sig(s) for s in plan.uncovered], "notes": list(plan.notes),
+        "rounds": [
+            {
+                "names": list(r.names),
+                "launch_count": r.launch_count,
+                "expected_launches": r.launches,
+                "wanted": [sig(s) for s in r.wanted],
+                "argv": list(r.argv),
+            }
+            for r in plan.rounds
+        ],
+        "uncovered": [sig(s) for s in plan.uncovered],
+        "notes": list(plan.notes),
     }

@@ -4,6 +4,7 @@ The child gets a new session (process group), so a Ctrl-C in the terminal reache
 nsdiag then stops the whole group (ncu, nsys, the program and its children) and waits for it.
 Nothing is left running whatever happens: interrupt, error, timeout.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,16 +14,18 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 from nsdiag.errors import NsdiagError, ProfilerError
 
-PERMISSION_HINT = ("run nsdiag as root (sudo), or allow every user to profile: set the NVIDIA driver module option "
-                   "NVreg_RestrictProfilingToAdminUsers=0 (a line 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' "
-                   "in a file under /etc/modprobe.d/, then reload the driver or reboot); "
-                   "see https://developer.nvidia.com/ERR_NVGPUCTRPERM")
+PERMISSION_HINT = (
+    "run nsdiag as root (sudo), or allow every user to profile: set the NVIDIA driver module option "
+    "NVreg_RestrictProfilingToAdminUsers=0 (a line 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' "
+    "in a file under /etc/modprobe.d/, then reload the driver or reboot); "
+    "see https://developer.nvidia.com/ERR_NVGPUCTRPERM"
+)
 NO_GPU_HINT = "run on a machine with an NVIDIA GPU and its driver (nvidia-smi must list the GPU)"
 
 # `==PROF== Profiling "name" - 12: 0%....50%....100% - 38 passes`: one line per profiled launch;
@@ -30,18 +33,41 @@ NO_GPU_HINT = "run on a machine with an NVIDIA GPU and its driver (nvidia-smi mu
 # ncu 2025.3.1 on the H200 printed lines this pattern's first form did not match (the benchmark's
 # `--set full` slices counted 0 of 180 launches, the same slice without a count 177 of 177), so
 # whatever stands between the quoted name and the colon is accepted.
-_PROGRESS = re.compile(r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<index>\d+))?[^":]*: .*?(?P<passes>\d+) pass(?:es)?\b')
+_PROGRESS = re.compile(
+    r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<index>\d+))?[^":]*: .*?(?P<passes>\d+) pass(?:es)?\b'
+)
 # Known failure texts, most specific first (ncu, nsys, the CUDA runtime, PyTorch).
 PROBLEMS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("counter-permission", re.compile(r"ERR_NVGPUCTRPERM|permission to access NVIDIA GPU Performance Counters", re.I)),
-    ("no-gpu", re.compile(r"no CUDA-capable device|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|found no NVIDIA driver"
-                          r"|couldn't communicate with the NVIDIA driver|libcuda\.so[.\d]*: cannot open shared object"
-                          r"|CUDA driver version is insufficient|No supported GPU|no devices? (?:were )?found", re.I)),
+    (
+        "counter-permission",
+        re.compile(r"ERR_NVGPUCTRPERM|permission to access NVIDIA GPU Performance Counters", re.I),
+    ),
+    (
+        "no-gpu",
+        re.compile(
+            r"no CUDA-capable device|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|found no NVIDIA driver"
+            r"|couldn't communicate with the NVIDIA driver|libcuda\.so[.\d]*: cannot open shared object"
+            r"|CUDA driver version is insufficient|No supported GPU|no devices? (?:were )?found",
+            re.I,
+        ),
+    ),
     ("no-kernels", re.compile(r"No kernels were profiled", re.I)),
-    ("nsys-import", re.compile(r"Importer error status|importer binary and its dependencies were not found"
-                               r"|libdw\.so\.1: cannot open shared object", re.I)),
+    (
+        "nsys-import",
+        re.compile(
+            r"Importer error status|importer binary and its dependencies were not found"
+            r"|libdw\.so\.1: cannot open shared object",
+            re.I,
+        ),
+    ),
     ("app-error", re.compile(r"application returned an error code \((?P<code>-?\d+)\)", re.I)),
-    ("usage", re.compile(r"^==ERROR== .*(unrecognised|unrecognized|invalid|unknown) (option|argument|value)", re.I)),
+    (
+        "usage",
+        re.compile(
+            r"^==ERROR== .*(unrecognised|unrecognized|invalid|unknown) (option|argument|value)",
+            re.I,
+        ),
+    ),
 )
 
 
@@ -64,7 +90,7 @@ class RunResult:
     returncode: int
     wall_s: float
     log: Path
-    profiled: int                     # launches ncu reported as profiled
+    profiled: int  # launches ncu reported as profiled
     problems: tuple[Problem, ...]
     timed_out: bool = False
 
@@ -85,9 +111,17 @@ def classify(line: str) -> Problem | None:
     return None
 
 
-def run(argv: Sequence[str], log: Path, *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
-        on_output: Callable[[str], None] | None = None, on_progress: Callable[[int, str], None] | None = None,
-        stdout_to: Path | None = None, timeout_s: float | None = None) -> RunResult:
+def run(
+    argv: Sequence[str],
+    log: Path,
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    on_output: Callable[[str], None] | None = None,
+    on_progress: Callable[[int, str], None] | None = None,
+    stdout_to: Path | None = None,
+    timeout_s: float | None = None,
+) -> RunResult:
     """Run `argv` (a list, never a shell) to completion, writing everything it prints to `log`.
 
     Lines go to `on_output` except ncu's per-launch progress lines, which go to `on_progress`
@@ -104,13 +138,20 @@ def run(argv: Sequence[str], log: Path, *, cwd: Path | None = None, env: Mapping
         out_file = stdout_to.open("wb") if stdout_to else None
         try:
             try:
-                proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env) if env is not None else None,
-                                        stdin=subprocess.DEVNULL, stdout=out_file or subprocess.PIPE,
-                                        stderr=subprocess.PIPE if out_file else subprocess.STDOUT,
-                                        start_new_session=True)
+                proc = subprocess.Popen(
+                    list(argv),
+                    cwd=cwd,
+                    env=dict(env) if env is not None else None,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out_file or subprocess.PIPE,
+                    stderr=subprocess.PIPE if out_file else subprocess.STDOUT,
+                    start_new_session=True,
+                )
             except OSError as exc:
-                raise ProfilerError(f"cannot start {argv[0]}: {exc.strerror or exc}",
-                                    "check the path, or pass the tool with --ncu / --nsys") from exc
+                raise ProfilerError(
+                    f"cannot start {argv[0]}: {exc.strerror or exc}",
+                    "check the path, or pass the tool with --ncu / --nsys",
+                ) from exc
             timer = _watchdog(proc, timeout_s)
             try:
                 stream = proc.stderr if out_file else proc.stdout
@@ -136,7 +177,9 @@ def run(argv: Sequence[str], log: Path, *, cwd: Path | None = None, env: Mapping
                 stop_group(proc)  # children the leader left behind
         except KeyboardInterrupt as exc:
             log_file.write(b"\n[nsdiag] interrupted (Ctrl-C): process group stopped\n")
-            raise Interrupted(f"interrupted while running {Path(argv[0]).name}", f"see {log}") from exc
+            raise Interrupted(
+                f"interrupted while running {Path(argv[0]).name}", f"see {log}"
+            ) from exc
         finally:
             if out_file:
                 out_file.close()
@@ -144,7 +187,9 @@ def run(argv: Sequence[str], log: Path, *, cwd: Path | None = None, env: Mapping
         if timed_out:
             log_file.write(f"\n[nsdiag] stopped after {timeout_s:.0f} s\n".encode())
         log_file.write(f"[nsdiag] exit code {returncode}\n".encode())
-    return RunResult(tuple(argv), returncode, time.monotonic() - start, log, profiled, tuple(problems), timed_out)
+    return RunResult(
+        tuple(argv), returncode, time.monotonic() - start, log, profiled, tuple(problems), timed_out
+    )
 
 
 class _Watchdog(threading.Timer):
@@ -181,7 +226,7 @@ def group_alive(pgid: int) -> bool:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rfind(")") + 2:].split()   # after "pid (comm) "
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) "
         if len(fields) > 2 and fields[0] != "Z" and int(fields[2]) == pgid:
             return True
     return False
@@ -189,8 +234,12 @@ def group_alive(pgid: int) -> bool:
 
 def stop_group(proc: subprocess.Popen, grace_s: tuple[float, float] = (3.0, 2.0)) -> None:
     """SIGINT (ncu and nsys finish their files), then SIGTERM, then SIGKILL to the whole group."""
-    pgid = proc.pid   # start_new_session: the leader's pid is the group id
-    for sig, wait in ((signal.SIGINT, grace_s[0]), (signal.SIGTERM, grace_s[1]), (signal.SIGKILL, 5.0)):
+    pgid = proc.pid  # start_new_session: the leader's pid is the group id
+    for sig, wait in (
+        (signal.SIGINT, grace_s[0]),
+        (signal.SIGTERM, grace_s[1]),
+        (signal.SIGKILL, 5.0),
+    ):
         if not group_alive(pgid):
             break
         try:
@@ -213,7 +262,9 @@ def failure(result: RunResult, what: str, session_dir: Path | None = None) -> Ns
     kept = f"; the partial session is kept in {session_dir}" if session_dir else ""
     log = f"see {result.log}{kept}"
     if result.has("counter-permission"):
-        return ProfilerError("ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM)", PERMISSION_HINT)
+        return ProfilerError(
+            "ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM)", PERMISSION_HINT
+        )
     if result.has("no-gpu"):
         line = next(p.line for p in result.problems if p.kind == "no-gpu")
         return ProfilerError(f"no usable NVIDIA GPU ({line.strip('= ')})", NO_GPU_HINT)
@@ -221,12 +272,17 @@ def failure(result: RunResult, what: str, session_dir: Path | None = None) -> Ns
         return ProfilerError(f"{what} did not finish in time and was stopped", log)
     app = next((p for p in result.problems if p.kind == "app-error"), None)
     if app is not None:
-        return ProfilerError(f"the program exited with code {app.code} during {what}",
-                             f"run it without nsdiag to see why; {log}")
+        return ProfilerError(
+            f"the program exited with code {app.code} during {what}",
+            f"run it without nsdiag to see why; {log}",
+        )
     if result.has("no-kernels") and result.returncode == 0:
-        return ProfilerError(f"no kernel was profiled during {what}",
-                             "the program launched no CUDA kernel in the profiled region: if it calls "
-                             "cudaProfilerStart/Stop use --profile-from-start off, else check --kernel and --nvtx; " + log)
+        return ProfilerError(
+            f"no kernel was profiled during {what}",
+            "the program launched no CUDA kernel in the profiled region: if it calls "
+            "cudaProfilerStart/Stop use --profile-from-start off, else check --kernel and --nvtx; "
+            + log,
+        )
     if result.returncode != 0:
         errors = [p.line for p in result.problems] or _last_error_lines(result.log)
         detail = f": {errors[-1]}" if errors else ""

@@ -5,6 +5,7 @@ the device, a status saying what is complete, and the tidy tables (nsdiag.model.
     <dir>/reports/  timeline.nsys-rep, timeline.sqlite, targeted-1.ncu-rep, targeted-1.raw.csv, ...
     <dir>/logs/     one log per command run
 """
+
 from __future__ import annotations
 
 import json
@@ -12,10 +13,11 @@ import os
 import platform
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from nsdiag.errors import InputError, NsdiagError
 from nsdiag.model.session import Session
@@ -23,9 +25,22 @@ from nsdiag.model.session import Session
 STATUS_SCHEMA = "nsdiag.status/1"
 DEFAULT_BASE = Path("nsdiag-sessions")
 # Environment variables that change what a profile measures or where the tools come from.
-ENV_KEYS = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "CUDA_LAUNCH_BLOCKING", "LD_LIBRARY_PATH", "PATH",
-            "NCU", "NSYS", "PYTORCH_CUDA_ALLOC_CONF", "TORCH_CUDNN_V8_API_ENABLED", "NVIDIA_TF32_OVERRIDE",
-            "OMP_NUM_THREADS", "CUBLAS_WORKSPACE_CONFIG", "TORCHINDUCTOR_CACHE_DIR")
+ENV_KEYS = (
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDA_LAUNCH_BLOCKING",
+    "LD_LIBRARY_PATH",
+    "PATH",
+    "NCU",
+    "NSYS",
+    "PYTORCH_CUDA_ALLOC_CONF",
+    "TORCH_CUDNN_V8_API_ENABLED",
+    "NVIDIA_TF32_OVERRIDE",
+    "OMP_NUM_THREADS",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "TORCHINDUCTOR_CACHE_DIR",
+)
 
 
 @dataclass(frozen=True)
@@ -57,15 +72,19 @@ def program_stem(program: Sequence[str]) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", stem).strip("-") or "program"
 
 
-def default_path(program: Sequence[str], when: datetime | None = None, base: Path = DEFAULT_BASE) -> Path:
+def default_path(
+    program: Sequence[str], when: datetime | None = None, base: Path = DEFAULT_BASE
+) -> Path:
     when = when or datetime.now()
     return base / f"{program_stem(program)}-{when:%Y%m%d-%H%M%S}"
 
 
 def free_path(path: Path) -> Path:
     """`path` itself when absent or empty, else the first `path-2`, `path-3`... that is."""
+
     def usable(p: Path) -> bool:
         return not p.exists() or (p.is_dir() and not any(p.iterdir()))
+
     if usable(path):
         return path
     n = 2
@@ -81,30 +100,52 @@ def create(path: Path | None, program: Sequence[str], when: datetime | None = No
         for sub in (target, target / "reports", target / "logs"):
             sub.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise InputError(f"cannot create the session folder {target}: {exc.strerror or exc}",
-                         "pass a writable folder with -o") from exc
+        raise InputError(
+            f"cannot create the session folder {target}: {exc.strerror or exc}",
+            "pass a writable folder with -o",
+        ) from exc
     return SessionDir(target)
 
 
 def write_json(path: Path, data: Any) -> Path:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1, default=str) + "\n")
-    os.replace(tmp, path)   # a reader never sees half a file, even after Ctrl-C
+    os.replace(tmp, path)  # a reader never sees half a file, even after Ctrl-C
     return path
 
 
-def write_command(sd: SessionDir, nsdiag_argv: Sequence[str], program: Sequence[str], when: datetime) -> Path:
-    return write_json(sd.root / "command.json", {"nsdiag": list(nsdiag_argv), "program": list(program),
-                                                 "cwd": os.getcwd(), "time": when.isoformat(timespec="seconds")})
+def write_command(
+    sd: SessionDir, nsdiag_argv: Sequence[str], program: Sequence[str], when: datetime
+) -> Path:
+    return write_json(
+        sd.root / "command.json",
+        {
+            "nsdiag": list(nsdiag_argv),
+            "program": list(program),
+            "cwd": os.getcwd(),
+            "time": when.isoformat(timespec="seconds"),
+        },
+    )
 
 
-def write_env(sd: SessionDir, tools: dict[str, dict[str, str]], env: dict[str, str] | None = None) -> Path:
+def write_env(
+    sd: SessionDir, tools: dict[str, dict[str, str]], env: dict[str, str] | None = None
+) -> Path:
     env = dict(os.environ) if env is None else env
     from nsdiag import __version__
-    return write_json(sd.root / "env.json", {
-        "nsdiag": __version__, "python": sys.version.split()[0], "executable": sys.executable,
-        "platform": platform.platform(), "machine": platform.machine(), "tools": tools,
-        "env": {k: env[k] for k in ENV_KEYS if k in env}})
+
+    return write_json(
+        sd.root / "env.json",
+        {
+            "nsdiag": __version__,
+            "python": sys.version.split()[0],
+            "executable": sys.executable,
+            "platform": platform.platform(),
+            "machine": platform.machine(),
+            "tools": tools,
+            "env": {k: env[k] for k in ENV_KEYS if k in env},
+        },
+    )
 
 
 def write_device(sd: SessionDir, device: dict[str, Any]) -> Path:
@@ -121,11 +162,23 @@ class Status:
     error: str | None = None
     plan: dict[str, Any] | None = None
     coverage: dict[str, Any] | None = None
-    metrics: int | None = None            # rule metrics requested by name in phase 2
+    metrics: int | None = None  # rule metrics requested by name in phase 2
 
-    def step(self, name: str, ok: bool, wall_s: float | None = None, log: Path | None = None, **extra: Any) -> None:
-        entry = {"name": name, "ok": ok, **({"wall_s": round(wall_s, 2)} if wall_s is not None else {}),
-                 **({"log": str(log)} if log else {}), **extra}
+    def step(
+        self,
+        name: str,
+        ok: bool,
+        wall_s: float | None = None,
+        log: Path | None = None,
+        **extra: Any,
+    ) -> None:
+        entry = {
+            "name": name,
+            "ok": ok,
+            **({"wall_s": round(wall_s, 2)} if wall_s is not None else {}),
+            **({"log": str(log)} if log else {}),
+            **extra,
+        }
         self.steps.append(entry)
 
     def lacks(self, what: str) -> None:
@@ -133,10 +186,19 @@ class Status:
             self.missing.append(what)
 
     def save(self, sd: SessionDir) -> Path:
-        return write_json(sd.root / "status.json", {
-            "schema": STATUS_SCHEMA, "complete": self.complete and not self.missing and self.error is None,
-            "missing": self.missing, "error": self.error, "steps": self.steps, "plan": self.plan,
-            "coverage": self.coverage, "rule_metrics": self.metrics})
+        return write_json(
+            sd.root / "status.json",
+            {
+                "schema": STATUS_SCHEMA,
+                "complete": self.complete and not self.missing and self.error is None,
+                "missing": self.missing,
+                "error": self.error,
+                "steps": self.steps,
+                "plan": self.plan,
+                "coverage": self.coverage,
+                "rule_metrics": self.metrics,
+            },
+        )
 
 
 def load_ncu_report(raw_csv: Path, details_csv: Path | None) -> Session:
@@ -151,15 +213,23 @@ def load_ncu_report(raw_csv: Path, details_csv: Path | None) -> Session:
         details = load(details_csv)
     except NsdiagError:
         return session
-    same = (len(details.kernels) == len(session.kernels) and "ncu_id" in details.kernels and "ncu_id" in session.kernels
-            and details.kernels["ncu_id"].astype(str).tolist() == session.kernels["ncu_id"].astype(str).tolist())
+    same = (
+        len(details.kernels) == len(session.kernels)
+        and "ncu_id" in details.kernels
+        and "ncu_id" in session.kernels
+        and details.kernels["ncu_id"].astype(str).tolist()
+        == session.kernels["ncu_id"].astype(str).tolist()
+    )
     if same:
         session.rule_results = details.rule_results
     return session
 
 
-def assemble(ncu_reports: Sequence[tuple[Path, Path | None]], timeline: Session | Path | None,
-             meta: dict[str, Any]) -> Session | None:
+def assemble(
+    ncu_reports: Sequence[tuple[Path, Path | None]],
+    timeline: Session | Path | None,
+    meta: dict[str, Any],
+) -> Session | None:
     """One Session from every ncu report (raw + details export) and the nsys SQLite export (or
     the session already read from it)."""
     from nsdiag import load

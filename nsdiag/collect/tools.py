@@ -4,6 +4,7 @@ folders (including the nsys that ships inside Nsight Compute). Newest version wi
 A binary is accepted only when `--version` names the right product: an `ncu` on PATH can be
 another program (npm-check-updates installs one).
 """
+
 from __future__ import annotations
 
 import glob
@@ -11,9 +12,9 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
 
 from nsdiag.collect.argv import ncu_query_metrics
 from nsdiag.errors import MissingDependencyError
@@ -22,17 +23,28 @@ _VERSION = re.compile(r"(?<![\d.])(\d{4})\.(\d+)\.(\d+)(?:\.(\d+))?")
 BANNERS = {"ncu": "Nsight Compute", "nsys": "Nsight Systems"}
 # Standard install folders, by tool. Globs are expanded at call time (tests replace this table).
 INSTALL_GLOBS: dict[str, tuple[str, ...]] = {
-    "ncu": ("/usr/local/cuda*/bin/ncu", "/usr/local/cuda*/nsight-compute-*/ncu", "/opt/nvidia/nsight-compute/*/ncu"),
-    "nsys": ("/usr/local/cuda*/bin/nsys", "/usr/local/cuda*/nsight-systems-*/bin/nsys",
-             "/opt/nvidia/nsight-systems/*/bin/nsys",
-             # Nsight Compute carries its own nsys (the only one on the H200 test machine).
-             "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys"),
+    "ncu": (
+        "/usr/local/cuda*/bin/ncu",
+        "/usr/local/cuda*/nsight-compute-*/ncu",
+        "/opt/nvidia/nsight-compute/*/ncu",
+    ),
+    "nsys": (
+        "/usr/local/cuda*/bin/nsys",
+        "/usr/local/cuda*/nsight-systems-*/bin/nsys",
+        "/opt/nvidia/nsight-systems/*/bin/nsys",
+        # Nsight Compute carries its own nsys (the only one on the H200 test machine).
+        "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys",
+    ),
 }
 HINTS = {
-    "ncu": ("install Nsight Compute (part of the CUDA toolkit; or https://developer.nvidia.com/nsight-compute), "
-            "put ncu on PATH, set CUDA_HOME, or pass --ncu /path/to/ncu"),
-    "nsys": ("install Nsight Systems (https://developer.nvidia.com/nsight-systems; Nsight Compute also ships one "
-             "under host/target-linux-x64/nsys), put nsys on PATH, or pass --nsys /path/to/nsys"),
+    "ncu": (
+        "install Nsight Compute (part of the CUDA toolkit; or https://developer.nvidia.com/nsight-compute), "
+        "put ncu on PATH, set CUDA_HOME, or pass --ncu /path/to/ncu"
+    ),
+    "nsys": (
+        "install Nsight Systems (https://developer.nvidia.com/nsight-systems; Nsight Compute also ships one "
+        "under host/target-linux-x64/nsys), put nsys on PATH, or pass --nsys /path/to/nsys"
+    ),
 }
 VersionProbe = Callable[[Path], str | None]
 
@@ -40,7 +52,7 @@ VersionProbe = Callable[[Path], str | None]
 @dataclass(frozen=True)
 class Tool:
     path: Path
-    version: str          # "2025.3.1.0"
+    version: str  # "2025.3.1.0"
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
@@ -58,8 +70,14 @@ def parse_version(text: str) -> str | None:
 def run_version(path: Path, timeout_s: float = 30.0) -> str | None:
     """The `--version` output of a binary, or None when it does not run."""
     try:
-        done = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=timeout_s,
-                              stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run(
+            [str(path), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return (done.stdout or "") + (done.stderr or "")
@@ -99,8 +117,12 @@ def candidates(name: str, env: Mapping[str, str] | None = None) -> list[Path]:
     return list(unique.values())
 
 
-def find_tool(name: str, override: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
-              version_output: VersionProbe = run_version) -> Tool:
+def find_tool(
+    name: str,
+    override: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    version_output: VersionProbe = run_version,
+) -> Tool:
     """The tool to use. An explicit path (argument, then $NCU / $NSYS) must work or it is an
     error; otherwise the newest working candidate."""
     env = os.environ if env is None else env
@@ -111,16 +133,24 @@ def find_tool(name: str, override: str | os.PathLike[str] | None = None, env: Ma
             path = path / name
         tool = probe(name, path, version_output)
         if tool is None:
-            raise MissingDependencyError(f"{path} is not a working {name} ({BANNERS[name]})", HINTS[name])
+            raise MissingDependencyError(
+                f"{path} is not a working {name} ({BANNERS[name]})", HINTS[name]
+            )
         return tool
-    tools = [t for t in (probe(name, c, version_output) for c in candidates(name, env)) if t is not None]
+    tools = [
+        t for t in (probe(name, c, version_output) for c in candidates(name, env)) if t is not None
+    ]
     if not tools:
         raise MissingDependencyError(f"{name} ({BANNERS[name]}) was not found", HINTS[name])
     return max(tools, key=lambda t: t.version_tuple)  # max keeps the first of equal versions
 
 
-def find_optional(name: str, override: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
-                  version_output: VersionProbe = run_version) -> Tool | None:
+def find_optional(
+    name: str,
+    override: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    version_output: VersionProbe = run_version,
+) -> Tool | None:
     try:
         return find_tool(name, override, env, version_output)
     except MissingDependencyError:
@@ -135,20 +165,32 @@ def nsys_importers(nsys: Path) -> list[Path]:
     base = nsys.resolve().parent
     patterns = [base / "QdstrmImporter", base.parent / "host-linux-x64" / "QdstrmImporter"]
     found = [p for p in patterns if p.is_file()]
-    found += [Path(p) for p in sorted(glob.glob(str(base.parent / "host*" / "QdstrmImporter"))) if Path(p) not in found]
+    found += [
+        Path(p)
+        for p in sorted(glob.glob(str(base.parent / "host*" / "QdstrmImporter")))
+        if Path(p) not in found
+    ]
     return found
 
 
 def describe(tools: Sequence[Tool | None]) -> dict[str, dict[str, str]]:
     """Tool paths and versions for env.json / session meta."""
-    return {t.path.name: {"path": str(t.path), "version": t.version} for t in tools if t is not None}
+    return {
+        t.path.name: {"path": str(t.path), "version": t.version} for t in tools if t is not None
+    }
 
 
 def query_metrics(ncu: Path, timeout_s: float = 120.0) -> str | None:
     """`ncu --query-metrics --csv`: the metrics the GPUs here offer (base names); None when it fails."""
     try:
-        done = subprocess.run(ncu_query_metrics(ncu), capture_output=True, text=True,
-                              timeout=timeout_s, stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run(
+            ncu_query_metrics(ncu),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 and done.stdout else None

@@ -1,4 +1,5 @@
 """Build the canonical kernel table from raw ncu metrics (already in base units)."""
+
 from __future__ import annotations
 
 import re
@@ -29,7 +30,9 @@ def canonical_metrics(raw: pd.DataFrame) -> pd.DataFrame:
         if spec.pattern:
             matched = [c for c in raw.columns if re.search(spec.pattern, str(c))]
             if matched:
-                columns[spec.name] = raw[matched].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=1)
+                columns[spec.name] = (
+                    raw[matched].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=1)
+                )
     return pd.DataFrame(columns, index=raw.index)
 
 

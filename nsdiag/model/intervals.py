@@ -1,5 +1,6 @@
 """Interval search shared by the nsys reader (NVTX range of each CUDA call) and the timeline
 analysis (NVTX range open on a host thread at each moment)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,7 +12,7 @@ def enclosing(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray
     of running maxima of `ends` skips back over blocks of intervals that all end before t: O(log n)
     vectorised steps, no Python loop over rows."""
     pos = np.searchsorted(starts, t, side="right") - 1
-    table = [np.asarray(ends, dtype="int64")]                   # table[j][i] = max(ends[i - 2^j + 1 .. i])
+    table = [np.asarray(ends, dtype="int64")]  # table[j][i] = max(ends[i - 2^j + 1 .. i])
     while (1 << len(table)) <= len(starts):
         prev, step = table[-1], 1 << (len(table) - 1)
         table.append(np.concatenate([prev[:step], np.maximum(prev[step:], prev[:-step])]))

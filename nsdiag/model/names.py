@@ -7,11 +7,12 @@ first and last parts, lambdas become `lambda#N`. The full name is always kept by
 hover title). `short_names` shortens a whole list and, where two different kernels would read the
 same, adds the identifier that tells them apart (`at::elementwise_kernel<…DivFunctor…>`).
 """
+
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Iterable
+from collections.abc import Iterable
 
 ELLIPSIS = "…"
 MAX_LEN = 72
@@ -19,11 +20,20 @@ MAX_LEN = 72
 _OPEN = {"<": ">", "(": ")", "[": "]", "{": "}"}
 _CLOSE = {v: k for k, v in _OPEN.items()}
 # Placeholders for operator names whose characters would confuse the bracket scan.
-_OPERATORS = [("operator()", "operator\x01"), ("operator ()", "operator\x01"), ("operator<<=", "operator\x02"),
-              ("operator>>=", "operator\x03"),
-              ("operator<<", "operator\x04"), ("operator>>", "operator\x05"), ("operator<=", "operator\x06"),
-              ("operator>=", "operator\x07"), ("operator->", "operator\x0e"), ("operator<", "operator\x0f"),
-              ("operator>", "operator\x10"), ("operator[]", "operator\x11")]
+_OPERATORS = [
+    ("operator()", "operator\x01"),
+    ("operator ()", "operator\x01"),
+    ("operator<<=", "operator\x02"),
+    ("operator>>=", "operator\x03"),
+    ("operator<<", "operator\x04"),
+    ("operator>>", "operator\x05"),
+    ("operator<=", "operator\x06"),
+    ("operator>=", "operator\x07"),
+    ("operator->", "operator\x0e"),
+    ("operator<", "operator\x0f"),
+    ("operator>", "operator\x10"),
+    ("operator[]", "operator\x11"),
+]
 # EDG (ncu) `[lambda(int) (instance 1)]` and GCC/Clang `{lambda(int)#1}` / `{lambda()#2}`.
 _LAMBDA_EDG = re.compile(r"\[lambda\((?:[^()]|\([^()]*\))*\) \(instance (\d+)\)\]")
 _LAMBDA_GCC = re.compile(r"\{lambda\((?:[^()]|\([^()]*\))*\)#(\d+)\}")
@@ -31,11 +41,41 @@ _ANON = re.compile(r"\(anonymous namespace\)::|`anonymous namespace'::|_GLOBAL__
 # Inline/versioned namespaces libraries add for ABI reasons (cub::CUB_200200_900_NS, thrust::THRUST_..._NS).
 _VERSIONED_NS = re.compile(r"^(?:[A-Z]+_\d+(?:_\d+)*_NS|__\d+|_V\d+|__cxx11|detail)$")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_UNINFORMATIVE = frozenset({
-    "void", "const", "volatile", "unsigned", "signed", "int", "long", "short", "char", "bool", "float",
-    "double", "half", "__half", "nv_bfloat16", "__nv_bfloat16", "size_t", "lambda", "instance", "true",
-    "false", "struct", "class", "enum", "typename", "at", "c10", "std", "native", "detail", "operator",
-})
+_UNINFORMATIVE = frozenset(
+    {
+        "void",
+        "const",
+        "volatile",
+        "unsigned",
+        "signed",
+        "int",
+        "long",
+        "short",
+        "char",
+        "bool",
+        "float",
+        "double",
+        "half",
+        "__half",
+        "nv_bfloat16",
+        "__nv_bfloat16",
+        "size_t",
+        "lambda",
+        "instance",
+        "true",
+        "false",
+        "struct",
+        "class",
+        "enum",
+        "typename",
+        "at",
+        "c10",
+        "std",
+        "native",
+        "detail",
+        "operator",
+    }
+)
 _TEMPLATE_PARAM = re.compile(r"^T\d*$")
 _SIMPLE_ARG = re.compile(r"^[A-Za-z0-9_]{1,48}$")
 
@@ -133,7 +173,7 @@ def _truncate(text: str, max_len: int) -> str:
         return text
     keep = max_len - 1
     head = (keep + 1) // 2
-    return text[:head] + ELLIPSIS + text[len(text) - (keep - head):]
+    return text[:head] + ELLIPSIS + text[len(text) - (keep - head) :]
 
 
 def short_name(full: str, max_len: int = MAX_LEN) -> str:
@@ -156,7 +196,7 @@ def short_name(full: str, max_len: int = MAX_LEN) -> str:
         qualifiers = [qualifiers[0], ELLIPSIS, qualifiers[-1]]
     short = _unprotect("::".join(qualifiers + tail_parts))
     if not _IDENT.search(short.replace("lambda#", "")):
-        return _truncate(name, max_len)   # not a C++ name: show it as it is
+        return _truncate(name, max_len)  # not a C++ name: show it as it is
     return _truncate(short, max_len)
 
 
@@ -165,7 +205,9 @@ def _template_identifiers(full: str) -> list[str]:
     protected = _strip_parameters(_protect(" ".join(str(full).split())))
     depths = _depth_scan(protected)
     inner = "".join(ch if d > 0 else " " for ch, d in zip(protected, depths, strict=True))
-    return [t for t in _IDENT.findall(inner) if t not in _UNINFORMATIVE and not _TEMPLATE_PARAM.match(t)]
+    return [
+        t for t in _IDENT.findall(inner) if t not in _UNINFORMATIVE and not _TEMPLATE_PARAM.match(t)
+    ]
 
 
 def _distinguishing(full: str, others: list[str]) -> str | None:
@@ -186,7 +228,7 @@ def short_names(names: Iterable[str], max_len: int = MAX_LEN) -> dict[str, str]:
     out: dict[str, str] = {}
     for short, members in groups.items():
         if len(members) == 1 or len(members) > 50:
-            out.update({m: short for m in members})
+            out.update(dict.fromkeys(members, short))
             continue
         for member in members:
             hint = _distinguishing(member, [m for m in members if m != member])

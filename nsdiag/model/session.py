@@ -1,4 +1,5 @@
 """The Session: tidy tables of one profiled program, independent of the input format."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -9,12 +10,45 @@ import pandas as pd
 from nsdiag.model.catalogue import IDENTITY_COLUMNS
 
 RULE_RESULT_COLUMNS = ("id", "section", "rule", "type", "message", "speedup_type", "speedup")
-TIMELINE_COLUMNS = ("kind", "start_ns", "end_ns", "duration_ns", "device", "context", "stream",
-                    "name", "bytes", "copy_kind", "src_kind", "dst_kind", "correlation_id",
-                    "grid", "block", "nvtx_range", "process_id")
-API_COLUMNS = ("name", "start_ns", "end_ns", "duration_ns", "thread_id", "process_id",
-               "correlation_id", "is_sync")
-NVTX_COLUMNS = ("name", "start_ns", "end_ns", "duration_ns", "thread_id", "process_id", "domain", "depth")
+TIMELINE_COLUMNS = (
+    "kind",
+    "start_ns",
+    "end_ns",
+    "duration_ns",
+    "device",
+    "context",
+    "stream",
+    "name",
+    "bytes",
+    "copy_kind",
+    "src_kind",
+    "dst_kind",
+    "correlation_id",
+    "grid",
+    "block",
+    "nvtx_range",
+    "process_id",
+)
+API_COLUMNS = (
+    "name",
+    "start_ns",
+    "end_ns",
+    "duration_ns",
+    "thread_id",
+    "process_id",
+    "correlation_id",
+    "is_sync",
+)
+NVTX_COLUMNS = (
+    "name",
+    "start_ns",
+    "end_ns",
+    "duration_ns",
+    "thread_id",
+    "process_id",
+    "domain",
+    "depth",
+)
 
 
 def empty_frame(columns: tuple[str, ...]) -> pd.DataFrame:

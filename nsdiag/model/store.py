@@ -3,6 +3,7 @@
 Floats are written with full precision and read back with pandas' round-trip parser, and each
 column's dtype is recorded, so save -> load gives equal frames.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,13 @@ def save(session: Session, directory: Path) -> Path:
         frame: pd.DataFrame = getattr(session, name)
         dtypes[name] = {str(c): str(t) for c, t in frame.dtypes.items()}
         frame.to_csv(tables_dir / f"{name}.csv.gz", index=False, na_rep=MISSING)
-    manifest = {"schema": SCHEMA, "meta": session.meta, "raw_units": session.raw_units, "dtypes": dtypes,
-                "columns": {name: [str(c) for c in getattr(session, name).columns] for name in TABLES}}
+    manifest = {
+        "schema": SCHEMA,
+        "meta": session.meta,
+        "raw_units": session.raw_units,
+        "dtypes": dtypes,
+        "columns": {name: [str(c) for c in getattr(session, name).columns] for name in TABLES},
+    }
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str))
     return directory
 
@@ -45,12 +51,23 @@ def load(directory: Path) -> Session:
     try:
         manifest = json.loads((directory / MANIFEST).read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{directory / MANIFEST} is unreadable: {exc}", "re-create the session with nsdiag profile") from exc
+        raise InputError(
+            f"{directory / MANIFEST} is unreadable: {exc}",
+            "re-create the session with nsdiag profile",
+        ) from exc
     if manifest.get("schema") != SCHEMA:
-        raise InputError(f"{directory} was written by an incompatible nsdiag ({manifest.get('schema')})",
-                         f"this nsdiag reads {SCHEMA}")
-    tables = {name: _read_table(directory / "tables" / f"{name}.csv.gz", manifest["columns"][name],
-                                manifest["dtypes"][name]) for name in TABLES}
+        raise InputError(
+            f"{directory} was written by an incompatible nsdiag ({manifest.get('schema')})",
+            f"this nsdiag reads {SCHEMA}",
+        )
+    tables = {
+        name: _read_table(
+            directory / "tables" / f"{name}.csv.gz",
+            manifest["columns"][name],
+            manifest["dtypes"][name],
+        )
+        for name in TABLES
+    }
     return Session(**tables, raw_units=manifest.get("raw_units", {}), meta=manifest.get("meta", {}))
 
 
@@ -62,11 +79,18 @@ def _read_table(path: Path, columns: list[str], dtypes: dict[str, str]) -> pd.Da
     # (pandas 3 does by default; pandas 2 needs the round-trip parser).
     options: dict = {} if _PANDAS_MAJOR >= 3 else {"float_precision": "round_trip"}
     try:
-        frame = pd.read_csv(path, keep_default_na=False,
-                            na_values={c: ["", MISSING] if c in numeric else [MISSING] for c in dtypes},
-                            dtype={c: "str" for c in dtypes if c not in numeric}, low_memory=False, **options)
+        frame = pd.read_csv(
+            path,
+            keep_default_na=False,
+            na_values={c: ["", MISSING] if c in numeric else [MISSING] for c in dtypes},
+            dtype={c: "str" for c in dtypes if c not in numeric},
+            low_memory=False,
+            **options,
+        )
     except (OSError, ValueError) as exc:
-        raise InputError(f"{path} is unreadable: {exc}", "re-create the session with nsdiag profile") from exc
+        raise InputError(
+            f"{path} is unreadable: {exc}", "re-create the session with nsdiag profile"
+        ) from exc
     frame = frame[columns] if set(columns) <= set(frame.columns) else frame
     for column, dtype in dtypes.items():
         if column in frame:
@@ -80,7 +104,11 @@ def _is_numeric(dtype: str) -> bool:
 
 def _restore(series: pd.Series, dtype: str) -> Any:
     if dtype == "object":
-        return series.astype(object).where(series.notna(), None) if series.isna().any() else series.astype(object)
+        return (
+            series.astype(object).where(series.notna(), None)
+            if series.isna().any()
+            else series.astype(object)
+        )
     try:
         return series.astype(dtype)
     except (TypeError, ValueError):

@@ -5,19 +5,28 @@ rescaled ones by default ("us", "Mbyte", "Gbyte/s", "Ghz", "sector/ns", "Kbyte/b
 "%/Kbyte"); older versions spell time "nsecond"/"usecond". Prefixes are decimal (SI); the
 binary "Kibyte" family is 1024-based. A compound unit scales numerator and denominator.
 """
+
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 _PREFIX = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-_TIME_NS = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6,
-            "s": 1e9, "second": 1e9}
+_TIME_NS = {
+    "ns": 1.0,
+    "nsecond": 1.0,
+    "us": 1e3,
+    "usecond": 1e3,
+    "ms": 1e6,
+    "msecond": 1e6,
+    "s": 1e9,
+    "second": 1e9,
+}
 _BYTE = re.compile(r"^([KMGTP]?)(i?)byte$")
 _COUNTS = ("cycle", "inst", "sector", "request", "warp", "thread", "block", "wavefront", "register")
 
 
-@lru_cache(maxsize=None)
+@cache
 def parse_unit(unit: str) -> tuple[str, float]:
     """Return (base unit, factor) so that value_in_base = value * factor.
 

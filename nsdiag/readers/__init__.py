@@ -1,8 +1,9 @@
 """Readers: one module per input format, each returning a Session; `load` picks by sniffing."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 from nsdiag.errors import InputError
 from nsdiag.model import store
@@ -14,16 +15,21 @@ from nsdiag.readers.text_input import read_text
 def _sniff_csv(path: Path) -> Callable[[Path], Session]:
     head = read_text(path)[:200_000]
     from nsdiag.readers import nsys_stats_csv
+
     if nsys_stats_csv.sniff(head):
         return nsys_stats_csv.read
     if '"Section Name"' in head and '"Metric Name"' in head:
         from nsdiag.readers import ncu_details_csv
+
         return ncu_details_csv.read
     if '"ID",' in head:
         from nsdiag.readers import ncu_raw_csv
+
         return ncu_raw_csv.read
-    raise InputError(f"{path} is not a CSV export nsdiag knows",
-                     "expected ncu --csv --page raw or --page details output, or nsys stats -f csv reports")
+    raise InputError(
+        f"{path} is not a CSV export nsdiag knows",
+        "expected ncu --csv --page raw or --page details output, or nsys stats -f csv reports",
+    )
 
 
 def reader_for(path: Path) -> Callable[[Path], Session]:
@@ -31,24 +37,31 @@ def reader_for(path: Path) -> Callable[[Path], Session]:
     if store.is_session_dir(path):
         return store.load
     if path.is_dir():
-        raise InputError(f"{path} is a folder but not an nsdiag session (no session.json)",
-                         "pass the session folder nsdiag profile wrote, or the report files themselves")
+        raise InputError(
+            f"{path} is a folder but not an nsdiag session (no session.json)",
+            "pass the session folder nsdiag profile wrote, or the report files themselves",
+        )
     if not path.exists():
         raise InputError(f"{path} does not exist", "check the path")
     if name.endswith((".ncu-rep", ".ncu-repz", ".ncu-rep.gz")):
         from nsdiag.readers import ncu_rep
+
         return ncu_rep.read
     if name.endswith((".sqlite", ".sqlite.gz")):
         from nsdiag.readers import nsys_sqlite
+
         return nsys_sqlite.read
     if name.endswith(".nsys-rep"):
         from nsdiag.readers import nsys_rep
+
         return nsys_rep.read
     if name.endswith((".csv", ".csv.gz", ".txt", ".txt.gz", ".log")):
         return _sniff_csv(path)
-    raise InputError(f"{path}: unknown input type",
-                     "nsdiag reads session folders, .ncu-rep files, ncu CSV exports, nsys .sqlite exports, "
-                     ".nsys-rep reports and nsys stats CSVs")
+    raise InputError(
+        f"{path}: unknown input type",
+        "nsdiag reads session folders, .ncu-rep files, ncu CSV exports, nsys .sqlite exports, "
+        ".nsys-rep reports and nsys stats CSVs",
+    )
 
 
 def load(paths: str | Path | Iterable[str | Path]) -> Session:

@@ -1,4 +1,5 @@
 """Turn identity columns + raw metrics (base units) into a Session; shared by the ncu readers."""
+
 from __future__ import annotations
 
 import re
@@ -6,7 +7,7 @@ import re
 import pandas as pd
 
 from nsdiag.model.canonical import canonical_metrics, order_columns
-from nsdiag.model.session import Session, empty_frame, RULE_RESULT_COLUMNS
+from nsdiag.model.session import RULE_RESULT_COLUMNS, Session, empty_frame
 
 _DIMS = re.compile(r"-?\d+")
 
@@ -22,9 +23,16 @@ def dims_product(text: str) -> float:
     return float(product)
 
 
-def build_session(identity: pd.DataFrame, raw: pd.DataFrame, raw_units: dict[str, str], *,
-                  source: str, fmt: str, rule_results: pd.DataFrame | None = None,
-                  extra_canonical: pd.DataFrame | None = None) -> Session:
+def build_session(
+    identity: pd.DataFrame,
+    raw: pd.DataFrame,
+    raw_units: dict[str, str],
+    *,
+    source: str,
+    fmt: str,
+    rule_results: pd.DataFrame | None = None,
+    extra_canonical: pd.DataFrame | None = None,
+) -> Session:
     identity = identity.reset_index(drop=True).copy()
     raw = raw.reset_index(drop=True)
     identity.insert(0, "id", range(len(identity)))
@@ -44,7 +52,9 @@ def build_session(identity: pd.DataFrame, raw: pd.DataFrame, raw_units: dict[str
             kernels[column] = kernels[dim].map(dims_product)
     kernels = order_columns(kernels)
     return Session(
-        kernels=kernels, raw=raw, raw_units=raw_units,
+        kernels=kernels,
+        raw=raw,
+        raw_units=raw_units,
         rule_results=rule_results if rule_results is not None else empty_frame(RULE_RESULT_COLUMNS),
         meta={"sources": [{"path": source, "format": fmt}], "device": device_info(kernels, raw)},
     )
@@ -60,7 +70,10 @@ def device_info(kernels: pd.DataFrame, raw: pd.DataFrame) -> dict:
     if "cc" in kernels and (kernels["cc"].astype(str) != "").any():
         info["cc"] = str(kernels["cc"].iloc[0])
     elif "device_compute_capability_major" in kernels:
-        major, minor = kernels["device_compute_capability_major"].iloc[0], kernels["device_compute_capability_minor"].iloc[0]
+        major, minor = (
+            kernels["device_compute_capability_major"].iloc[0],
+            kernels["device_compute_capability_minor"].iloc[0],
+        )
         if pd.notna(major):
             info["cc"] = f"{int(major)}.{int(minor) if pd.notna(minor) else 0}"
     if "sm_count" in kernels and kernels["sm_count"].notna().any():

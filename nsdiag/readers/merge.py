@@ -1,4 +1,5 @@
 """Combine sessions read from several inputs (several ncu reports, ncu + nsys)."""
+
 from __future__ import annotations
 
 import pandas as pd
@@ -43,8 +44,14 @@ def merge_sessions(sessions: list[Session]) -> Session:
         raw=pd.concat(raws, ignore_index=True) if len(merged_kernels) else pd.DataFrame(),
         raw_units=raw_units,
         rule_results=_concat(rules) if any(len(r) for r in rules) else base.rule_results,
-        timeline=_concat([s.timeline for s in sessions]) if any(s.has_timeline() for s in sessions) else base.timeline,
-        api_calls=_concat([s.api_calls for s in sessions]) if any(len(s.api_calls) for s in sessions) else base.api_calls,
-        nvtx_ranges=_concat([s.nvtx_ranges for s in sessions]) if any(len(s.nvtx_ranges) for s in sessions) else base.nvtx_ranges,
+        timeline=_concat([s.timeline for s in sessions])
+        if any(s.has_timeline() for s in sessions)
+        else base.timeline,
+        api_calls=_concat([s.api_calls for s in sessions])
+        if any(len(s.api_calls) for s in sessions)
+        else base.api_calls,
+        nvtx_ranges=_concat([s.nvtx_ranges for s in sessions])
+        if any(len(s.nvtx_ranges) for s in sessions)
+        else base.nvtx_ranges,
         meta=meta,
     )

@@ -4,6 +4,7 @@ Metric rows carry a section display name and a label ("Duration") or, with
 `--print-metric-name name`, the ncu metric name; rule rows carry the rule id, its type
 (OPT/WRN/INF), message and estimated speedup. Both are kept.
 """
+
 from __future__ import annotations
 
 import io
@@ -19,8 +20,13 @@ from nsdiag.readers.kernel_table import build_session
 from nsdiag.readers.ncu_raw_csv import IDENTITY_HEADERS, NVTX_PREFIXES, innermost_nvtx_range
 from nsdiag.readers.text_input import csv_block, read_text
 
-_RULE_COLUMNS = {"Rule Name": "rule", "Rule Type": "type", "Rule Description": "message",
-                 "Estimated Speedup Type": "speedup_type", "Estimated Speedup": "speedup"}
+_RULE_COLUMNS = {
+    "Rule Name": "rule",
+    "Rule Type": "type",
+    "Rule Description": "message",
+    "Estimated Speedup Type": "speedup_type",
+    "Estimated Speedup": "speedup",
+}
 
 
 def read(path: Path) -> Session:
@@ -29,12 +35,17 @@ def read(path: Path) -> Session:
     try:
         frame = pd.read_csv(io.StringIO(block), dtype=str, keep_default_na=False)
     except (ValueError, pd.errors.ParserError) as exc:
-        raise InputError(f"{path}: cannot parse the ncu details table ({exc})", "re-export it with ncu --csv --page details") from exc
+        raise InputError(
+            f"{path}: cannot parse the ncu details table ({exc})",
+            "re-export it with ncu --csv --page details",
+        ) from exc
     needed = {"ID", "Section Name", "Metric Name", "Metric Unit", "Metric Value"}
     if not needed <= set(frame.columns):
         missing = ", ".join(sorted(needed - set(frame.columns)))
-        raise InputError(f"{path} is not an ncu details-page export (missing columns: {missing})",
-                         "export with ncu --csv --page details --print-details all")
+        raise InputError(
+            f"{path} is not an ncu details-page export (missing columns: {missing})",
+            "export with ncu --csv --page details --print-details all",
+        )
     # With --print-details all, ncu also prints section tables (NVLink topology, ...) as
     # free-form lines inside the CSV; the launch rows are the ones with a numeric ID.
     frame = frame[frame["ID"].str.strip().str.isdigit()]
@@ -47,13 +58,22 @@ def read(path: Path) -> Session:
     identity = first_rows.reset_index()[identity_cols].rename(columns=IDENTITY_HEADERS)
     nvtx_cols = [h for h in frame.columns if h.startswith(NVTX_PREFIXES)]
     if nvtx_cols:
-        identity["nvtx_range"] = first_rows[nvtx_cols].fillna("").agg(" ".join, axis=1).map(innermost_nvtx_range).to_numpy()
+        identity["nvtx_range"] = (
+            first_rows[nvtx_cols]
+            .fillna("")
+            .agg(" ".join, axis=1)
+            .map(innermost_nvtx_range)
+            .to_numpy()
+        )
 
     metric_rows = frame[frame["Metric Name"] != ""]
-    values = pd.to_numeric(metric_rows["Metric Value"].str.replace(",", "", regex=False), errors="coerce")
+    values = pd.to_numeric(
+        metric_rows["Metric Value"].str.replace(",", "", regex=False), errors="coerce"
+    )
     factors = metric_rows["Metric Unit"].map(lambda u: parse_unit(u)[1])
-    metric_rows = metric_rows.assign(value=values * factors,
-                                     base_unit=metric_rows["Metric Unit"].map(lambda u: parse_unit(u)[0]))
+    metric_rows = metric_rows.assign(
+        value=values * factors, base_unit=metric_rows["Metric Unit"].map(lambda u: parse_unit(u)[0])
+    )
     by_name = metric_rows["Metric Name"].str.contains("__", regex=False)
 
     # Rows named by ncu metric name go to `raw` as they are.
@@ -69,13 +89,22 @@ def read(path: Path) -> Session:
     in_chart = metric_rows["Body Item Label"] != "" if "Body Item Label" in metric_rows else False
     labelled = metric_rows[~by_name & ~in_chart]
     labelled = labelled.assign(key=labelled["Section Name"] + "/" + labelled["Metric Name"])
-    per_launch = {launch_id: canonical_from_labels(dict(zip(group["key"], group["value"])))
-                  for launch_id, group in labelled.groupby("ID", sort=False)}
+    per_launch = {
+        launch_id: canonical_from_labels(dict(zip(group["key"], group["value"])))
+        for launch_id, group in labelled.groupby("ID", sort=False)
+    }
     extra = pd.DataFrame([per_launch.get(launch_id, {}) for launch_id in ids])
 
     rules = _rule_results(frame, ids)
-    return build_session(identity, raw, raw_units, source=str(path), fmt="ncu-details-csv",
-                         rule_results=rules, extra_canonical=extra)
+    return build_session(
+        identity,
+        raw,
+        raw_units,
+        source=str(path),
+        fmt="ncu-details-csv",
+        rule_results=rules,
+        extra_canonical=extra,
+    )
 
 
 def _rule_results(frame: pd.DataFrame, ids: list[str]) -> pd.DataFrame:
@@ -83,11 +112,14 @@ def _rule_results(frame: pd.DataFrame, ids: list[str]) -> pd.DataFrame:
         return pd.DataFrame(columns=list(RULE_RESULT_COLUMNS))
     rows = frame[frame["Rule Name"] != ""]
     out = rows[["ID", "Section Name", *[c for c in _RULE_COLUMNS if c in rows]]].rename(
-        columns={"Section Name": "section", **_RULE_COLUMNS})
+        columns={"Section Name": "section", **_RULE_COLUMNS}
+    )
     position = {launch_id: i for i, launch_id in enumerate(ids)}
     out.insert(0, "id", out.pop("ID").map(position))
     if "speedup" in out:
-        out["speedup"] = pd.to_numeric(out["speedup"].str.replace(",", "", regex=False), errors="coerce")
+        out["speedup"] = pd.to_numeric(
+            out["speedup"].str.replace(",", "", regex=False), errors="coerce"
+        )
     for col in RULE_RESULT_COLUMNS:
         if col not in out:
             out[col] = None

@@ -1,4 +1,5 @@
 """Reader for `ncu --csv --page raw` exports (one row per launch, one column per metric)."""
+
 from __future__ import annotations
 
 import csv
@@ -16,9 +17,18 @@ from nsdiag.readers.text_input import csv_block, read_text
 
 # Header cells of the identity columns (ncu 2023+), mapped to Session identity names.
 IDENTITY_HEADERS = {
-    "ID": "ncu_id", "Process ID": "process_id", "Process Name": "process_name", "Host Name": "host",
-    "Kernel Name": "name", "Kernel Time": "kernel_time", "Context": "context", "Stream": "stream",
-    "Block Size": "block", "Grid Size": "grid", "Device": "device", "CC": "cc",
+    "ID": "ncu_id",
+    "Process ID": "process_id",
+    "Process Name": "process_name",
+    "Host Name": "host",
+    "Kernel Name": "name",
+    "Kernel Time": "kernel_time",
+    "Context": "context",
+    "Stream": "stream",
+    "Block Size": "block",
+    "Grid Size": "grid",
+    "Device": "device",
+    "CC": "cc",
 }
 
 
@@ -32,29 +42,42 @@ def read(path: Path) -> Session:
     first_newline = block.find("\n")
     header = next(csv.reader([block[:first_newline]]))
     if "Section Name" in header:
-        raise InputError(f"{path} is an ncu details-page export, not a raw-page one",
-                         "it is read by the details reader; pass it to nsdiag directly")
-    second = block[first_newline + 1: block.find("\n", first_newline + 1)]
-    has_units_row = second.startswith('""') or second.startswith(',')
+        raise InputError(
+            f"{path} is an ncu details-page export, not a raw-page one",
+            "it is read by the details reader; pass it to nsdiag directly",
+        )
+    second = block[first_newline + 1 : block.find("\n", first_newline + 1)]
+    has_units_row = second.startswith('""') or second.startswith(",")
     units_row = next(csv.reader([second])) if has_units_row else [""] * len(header)
     identity = [h for h in header if h in IDENTITY_HEADERS]
     nvtx_cols = [h for h in header if h.startswith(NVTX_PREFIXES)]
     try:
         frame = pd.read_csv(
-            io.StringIO(block), skiprows=[1] if has_units_row else None, thousands=",",
-            na_values=["n/a", "N/A", ""], keep_default_na=False, low_memory=False,
-            dtype={h: str for h in identity + nvtx_cols},
+            io.StringIO(block),
+            skiprows=[1] if has_units_row else None,
+            thousands=",",
+            na_values=["n/a", "N/A", ""],
+            keep_default_na=False,
+            low_memory=False,
+            dtype=dict.fromkeys(identity + nvtx_cols, str),
         )
     except (ValueError, pd.errors.ParserError) as exc:
-        raise InputError(f"{path}: cannot parse the ncu CSV table ({exc})", "re-export it with ncu --csv --page raw") from exc
+        raise InputError(
+            f"{path}: cannot parse the ncu CSV table ({exc})",
+            "re-export it with ncu --csv --page raw",
+        ) from exc
     if frame.empty:
-        raise InputError(f"{path} has a header but no kernel rows", "profile at least one kernel launch")
+        raise InputError(
+            f"{path} has a header but no kernel rows", "profile at least one kernel launch"
+        )
     units = dict(zip(header, units_row))
     metric_cols = [c for c in frame.columns if c not in IDENTITY_HEADERS and c not in nvtx_cols]
     raw, raw_units = _to_base_units(frame[metric_cols], units)
     ident = frame[identity].rename(columns=IDENTITY_HEADERS).fillna("")
     if nvtx_cols:
-        ident["nvtx_range"] = frame[nvtx_cols].fillna("").agg(" ".join, axis=1).map(innermost_nvtx_range)
+        ident["nvtx_range"] = (
+            frame[nvtx_cols].fillna("").agg(" ".join, axis=1).map(innermost_nvtx_range)
+        )
     return build_session(ident, raw, raw_units, source=str(path), fmt="ncu-raw-csv")
 
 
@@ -65,7 +88,9 @@ def innermost_nvtx_range(cell: str) -> str:
     return names[-1] if names else ""
 
 
-def _to_base_units(metrics: pd.DataFrame, units: dict[str, str]) -> tuple[pd.DataFrame, dict[str, str]]:
+def _to_base_units(
+    metrics: pd.DataFrame, units: dict[str, str]
+) -> tuple[pd.DataFrame, dict[str, str]]:
     raw_units: dict[str, str] = {}
     scale: dict[str, float] = {}
     for col in metrics.columns:

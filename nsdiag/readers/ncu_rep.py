@@ -1,4 +1,5 @@
 """Reader for `.ncu-rep` reports through NVIDIA's `ncu-report` package (no ncu install needed)."""
+
 from __future__ import annotations
 
 import ast
@@ -51,7 +52,10 @@ def _read(path: Path, ncu_report: Any) -> Session:
     try:
         context = ncu_report.load_report(str(path))
     except Exception as exc:  # the SWIG layer raises plain Exceptions
-        raise InputError(f"cannot open {path} as an Nsight Compute report: {exc}", "check that it is a .ncu-rep file") from exc
+        raise InputError(
+            f"cannot open {path} as an Nsight Compute report: {exc}",
+            "check that it is a .ncu-rep file",
+        ) from exc
     identity_rows: list[dict[str, Any]] = []
     raw_rows: list[dict[str, Any]] = []
     raw_units: dict[str, str] = {}
@@ -65,12 +69,16 @@ def _read(path: Path, ncu_report: Any) -> Session:
             raw_rows.append(_metrics(action, raw_units))
             rules.extend(_rules(action, launch))
     if not identity_rows:
-        raise InputError(f"{path} holds no profiled kernels (or is not an Nsight Compute report)",
-                         "check the file; ncu -i REPORT --page raw should list its kernels")
+        raise InputError(
+            f"{path} holds no profiled kernels (or is not an Nsight Compute report)",
+            "check the file; ncu -i REPORT --page raw should list its kernels",
+        )
     identity = pd.DataFrame(identity_rows)
     raw = pd.DataFrame(raw_rows)
     rule_frame = pd.DataFrame(rules, columns=list(RULE_RESULT_COLUMNS))
-    return build_session(identity, raw, raw_units, source=str(path), fmt="ncu-rep", rule_results=rule_frame)
+    return build_session(
+        identity, raw, raw_units, source=str(path), fmt="ncu-rep", rule_results=rule_frame
+    )
 
 
 def _value(action: Any, name: str) -> Any:
@@ -91,7 +99,11 @@ def _identity(action: Any, ncu_report: Any, launch: int) -> dict[str, Any]:
         "stream": str(_value(action, "launch__stream_id") or ""),
         "grid": "({}, {}, {})".format(*grid) if None not in grid else "",
         "block": "({}, {}, {})".format(*block) if None not in block else "",
-        "device": str(_value(action, "device__attribute_device_index") or _value(action, "launch__device_id") or "0"),
+        "device": str(
+            _value(action, "device__attribute_device_index")
+            or _value(action, "launch__device_id")
+            or "0"
+        ),
         "cc": f"{major}.{minor}" if major is not None else "",
     }
 
@@ -136,13 +148,17 @@ def _rules(action: Any, launch: int) -> list[dict[str, Any]]:
         speedup = _as_dict(result.get("speedup_estimation", {}))
         if not message.get("message"):
             continue
-        rows.append({
-            "id": launch,
-            "section": result.get("section_identifier", ""),
-            "rule": result.get("rule_identifier", ""),
-            "type": _RULE_TYPES.get(message.get("type"), str(message.get("type", ""))),
-            "message": _flatten_links(message.get("message", "")),
-            "speedup_type": _SPEEDUP_TYPES.get(speedup.get("type"), "") if speedup else "",
-            "speedup": float(speedup["speedup"]) if speedup.get("speedup") is not None else float("nan"),
-        })
+        rows.append(
+            {
+                "id": launch,
+                "section": result.get("section_identifier", ""),
+                "rule": result.get("rule_identifier", ""),
+                "type": _RULE_TYPES.get(message.get("type"), str(message.get("type", ""))),
+                "message": _flatten_links(message.get("message", "")),
+                "speedup_type": _SPEEDUP_TYPES.get(speedup.get("type"), "") if speedup else "",
+                "speedup": float(speedup["speedup"])
+                if speedup.get("speedup") is not None
+                else float("nan"),
+            }
+        )
     return rows

@@ -1,4 +1,5 @@
 """Reader for `.nsys-rep` reports: exported to SQLite by nsys (collect/), then read as such."""
+
 from __future__ import annotations
 
 import tempfile

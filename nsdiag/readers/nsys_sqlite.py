@@ -4,6 +4,7 @@ Only the standard library's sqlite3 touches the file. Numeric columns are read i
 string ids are mapped in pandas (StringIds is read once), so a million launches cost one
 query per table and no per-row Python. Every table is optional: a missing one is an empty frame.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -13,8 +14,8 @@ import re
 import shutil
 import sqlite3
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 import pandas as pd
@@ -24,25 +25,69 @@ from nsdiag.model.intervals import enclosing
 from nsdiag.model.session import API_COLUMNS, NVTX_COLUMNS, TIMELINE_COLUMNS, Session, empty_frame
 
 # Fallbacks for exports without the ENUM_* tables (values from CUPTI's headers, stable for years).
-MEMCPY_KINDS = {0: "unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
-                8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "UVM_HtoD", 12: "UVM_DtoH", 13: "UVM_DtoD"}
-MEM_KINDS = {0: "pageable", 1: "pinned", 2: "device", 3: "array", 4: "managed", 5: "device_static",
-             6: "managed_static", 7: "unknown"}
-SYNC_TYPES = {0: "unknown", 1: "event_synchronize", 2: "stream_wait_event", 3: "stream_synchronize",
-              4: "context_synchronize"}
-NVTX_RANGE_TYPES = {59: "NvtxPushPopRange", 60: "NvtxStartEndRange", 70: "NvtxtPushPopRange", 71: "NvtxtStartEndRange"}
-COPY_NAMES = {"HtoD": "Host-to-Device", "DtoH": "Device-to-Host", "DtoD": "Device-to-Device",
-              "HtoH": "Host-to-Host", "PtoP": "Peer-to-Peer"}
+MEMCPY_KINDS = {
+    0: "unknown",
+    1: "HtoD",
+    2: "DtoH",
+    3: "HtoA",
+    4: "AtoH",
+    5: "AtoA",
+    6: "AtoD",
+    7: "DtoA",
+    8: "DtoD",
+    9: "HtoH",
+    10: "PtoP",
+    11: "UVM_HtoD",
+    12: "UVM_DtoH",
+    13: "UVM_DtoD",
+}
+MEM_KINDS = {
+    0: "pageable",
+    1: "pinned",
+    2: "device",
+    3: "array",
+    4: "managed",
+    5: "device_static",
+    6: "managed_static",
+    7: "unknown",
+}
+SYNC_TYPES = {
+    0: "unknown",
+    1: "event_synchronize",
+    2: "stream_wait_event",
+    3: "stream_synchronize",
+    4: "context_synchronize",
+}
+NVTX_RANGE_TYPES = {
+    59: "NvtxPushPopRange",
+    60: "NvtxStartEndRange",
+    70: "NvtxtPushPopRange",
+    71: "NvtxtStartEndRange",
+}
+COPY_NAMES = {
+    "HtoD": "Host-to-Device",
+    "DtoH": "Device-to-Host",
+    "DtoD": "Device-to-Device",
+    "HtoH": "Host-to-Host",
+    "PtoP": "Peer-to-Peer",
+}
 # Calls that block the calling host thread until GPU work finishes. cudaStreamWaitEvent is not
 # one (it orders streams on the GPU); synchronous cudaMemcpy* is (only the *Async ones return early).
 BLOCKING_SYNC = re.compile(
     r"^(cuda(Device|Stream|Event|Thread|Ctx)Synchronize|cu(Ctx|Stream|Event)Synchronize"
-    r"|cudaMemcpy(?!\w*Async)\w*|cuMemcpy(?!\w*Async)\w*)$")
+    r"|cudaMemcpy(?!\w*Async)\w*|cuMemcpy(?!\w*Async)\w*)$"
+)
 _VERSION_SUFFIX = r"_v\d+$"
 _TID_BITS = 0xFFFFFF  # nsys serialises ids as hw(8) | vm(8) | pid(24) | tid(24)
 # mangled_name: what ncu matches with `--kernel-name-base mangled` (unique per template instance)
-_ACTIVITY_COLUMNS = TIMELINE_COLUMNS + ("short_name", "mangled_name", "thread_id", "api_start_ns", "api_end_ns")
-Schema = dict[str, dict[str, bool]]   # table -> {column: declared NOT NULL}
+_ACTIVITY_COLUMNS = TIMELINE_COLUMNS + (
+    "short_name",
+    "mangled_name",
+    "thread_id",
+    "api_start_ns",
+    "api_end_ns",
+)
+Schema = dict[str, dict[str, bool]]  # table -> {column: declared NOT NULL}
 
 
 @contextlib.contextmanager
@@ -59,7 +104,9 @@ def _database_file(path: Path) -> Iterator[Path]:
             with gzip.open(path, "rb") as src, target.open("wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
         except (OSError, EOFError) as exc:
-            raise InputError(f"{path} looks gzipped but cannot be decompressed", "re-export the file") from exc
+            raise InputError(
+                f"{path} looks gzipped but cannot be decompressed", "re-export the file"
+            ) from exc
         yield target
 
 
@@ -73,9 +120,11 @@ def read(path: Path) -> Session:
             raise InputError(f"cannot open {path}: {exc}", "pass an nsys SQLite export") from exc
         try:
             return read_connection(con, source=str(path))
-        except (sqlite3.DatabaseError, ValueError) as exc:   # not SQLite, or text where ids belong
-            raise InputError(f"{path} is not a readable SQLite database: {exc}",
-                             "export it with: nsys export --type sqlite report.nsys-rep") from exc
+        except (sqlite3.DatabaseError, ValueError) as exc:  # not SQLite, or text where ids belong
+            raise InputError(
+                f"{path} is not a readable SQLite database: {exc}",
+                "export it with: nsys export --type sqlite report.nsys-rep",
+            ) from exc
         finally:
             con.close()
 
@@ -83,40 +132,56 @@ def read(path: Path) -> Session:
 def read_connection(con: sqlite3.Connection, source: str = "") -> Session:
     """The Session held by an open nsys export."""
     schema = _schema(con)
-    if not any(t.startswith(("CUPTI_ACTIVITY_KIND_", "NVTX_EVENTS", "TARGET_INFO")) for t in schema):
-        raise InputError(f"{source or 'database'} has no Nsight Systems tables",
-                         "export the report with: nsys export --type sqlite report.nsys-rep")
+    if not any(
+        t.startswith(("CUPTI_ACTIVITY_KIND_", "NVTX_EVENTS", "TARGET_INFO")) for t in schema
+    ):
+        raise InputError(
+            f"{source or 'database'} has no Nsight Systems tables",
+            "export the report with: nsys export --type sqlite report.nsys-rep",
+        )
     strings = _strings(con, schema)
     api = _api_calls(con, schema, strings)
     nvtx = _nvtx(con, schema, strings)
     timeline = _activities(con, schema, strings)
     timeline = _attribute(timeline, api, nvtx)
     api = api.assign(nvtx_range=_range_names(nvtx, api["thread_key"], api["start_ns"]))
-    return Session(timeline=timeline, api_calls=api.drop(columns=["thread_key"]).reset_index(drop=True),
-                   nvtx_ranges=nvtx.drop(columns=["thread_key"]).reset_index(drop=True), meta=_meta(con, schema, source))
+    return Session(
+        timeline=timeline,
+        api_calls=api.drop(columns=["thread_key"]).reset_index(drop=True),
+        nvtx_ranges=nvtx.drop(columns=["thread_key"]).reset_index(drop=True),
+        meta=_meta(con, schema, source),
+    )
 
 
 # ---------------------------------------------------------------- generic SQL helpers
 
+
 def _schema(con: sqlite3.Connection) -> Schema:
-    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+    tables = [
+        r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+    ]
     return {t: {r[1]: bool(r[3]) for r in con.execute(f'PRAGMA table_info("{t}")')} for t in tables}
 
 
-def _query(con: sqlite3.Connection, schema: Schema, table: str,
-           columns: dict[str, str], where: str = "") -> pd.DataFrame:
+def _query(
+    con: sqlite3.Connection, schema: Schema, table: str, columns: dict[str, str], where: str = ""
+) -> pd.DataFrame:
     """SELECT the wanted columns (alias -> source column) that exist; missing ones are NULL."""
     present = schema.get(table, {})
     if not present:
         return pd.DataFrame({alias: pd.Series(dtype="float64") for alias in columns})
-    exprs = [f'"{col}" AS {alias}' if col in present else f"NULL AS {alias}" for alias, col in columns.items()]
+    exprs = [
+        f'"{col}" AS {alias}' if col in present else f"NULL AS {alias}"
+        for alias, col in columns.items()
+    ]
     sql = f'SELECT {", ".join(exprs)} FROM "{table}"' + (f" WHERE {where}" if where else "")
     rows = con.execute(sql).fetchall()
     return pd.DataFrame.from_records(rows, columns=list(columns), coerce_float=False)
 
 
-def _fetch_ints(con: sqlite3.Connection, schema: Schema, table: str,
-                columns: dict[str, str], where: str = "") -> pd.DataFrame:
+def _fetch_ints(
+    con: sqlite3.Connection, schema: Schema, table: str, columns: dict[str, str], where: str = ""
+) -> pd.DataFrame:
     """Integer columns (alias -> SQL column or expression over present columns), NULL -> -1.
 
     Streams the cursor into one numpy array (no per-row tuples kept, no object columns): the
@@ -126,9 +191,14 @@ def _fetch_ints(con: sqlite3.Connection, schema: Schema, table: str,
     if not present:
         return pd.DataFrame({alias: np.empty(0, dtype="int64") for alias in columns})
     # NOT NULL columns are read bare: IFNULL costs ~20% of the fetch.
-    exprs = [f'"{col}"' if present.get(col) else f"IFNULL({_expr(col, present)}, -1)" for col in columns.values()]
+    exprs = [
+        f'"{col}"' if present.get(col) else f"IFNULL({_expr(col, present)}, -1)"
+        for col in columns.values()
+    ]
     sql = f'SELECT {", ".join(exprs)} FROM "{table}"' + (f" WHERE {where}" if where else "")
-    data = np.fromiter(itertools.chain.from_iterable(con.execute(sql)), dtype="int64").reshape(-1, len(columns))
+    data = np.fromiter(itertools.chain.from_iterable(con.execute(sql)), dtype="int64").reshape(
+        -1, len(columns)
+    )
     return pd.DataFrame({alias: data[:, i] for i, alias in enumerate(columns)})
 
 
@@ -146,10 +216,16 @@ def _ints(series: pd.Series, missing: int = -1) -> np.ndarray:
 
 
 def _strings(con: sqlite3.Connection, schema: Schema) -> dict[int, str]:
-    return dict(con.execute("SELECT id, value FROM StringIds").fetchall()) if "StringIds" in schema else {}
+    return (
+        dict(con.execute("SELECT id, value FROM StringIds").fetchall())
+        if "StringIds" in schema
+        else {}
+    )
 
 
-def _enum(con: sqlite3.Connection, schema: Schema, table: str, fallback: dict[int, str]) -> dict[int, str]:
+def _enum(
+    con: sqlite3.Connection, schema: Schema, table: str, fallback: dict[int, str]
+) -> dict[int, str]:
     """id -> label from an ENUM_* table (CUDA_MEMCPY_KIND_HTOD -> HtoD, ..._KIND_PAGEABLE -> pageable,
     ..._TYPE_STREAM_SYNCHRONIZE -> stream_synchronize), or the CUPTI values when it is missing."""
     if "name" not in schema.get(table, {}):
@@ -157,7 +233,11 @@ def _enum(con: sqlite3.Connection, schema: Schema, table: str, fallback: dict[in
     out = {}
     for i, name in con.execute(f'SELECT id, name FROM "{table}"'):
         label = re.split(r"_(?:KIND|TYPE)_", str(name))[-1]
-        out[int(i)] = label.replace("TO", "to") if table == "ENUM_CUDA_MEMCPY_OPER" and label != "UNKNOWN" else label.lower()
+        out[int(i)] = (
+            label.replace("TO", "to")
+            if table == "ENUM_CUDA_MEMCPY_OPER" and label != "UNKNOWN"
+            else label.lower()
+        )
     return out
 
 
@@ -169,25 +249,42 @@ def _split_ids(global_id: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 # ---------------------------------------------------------------- tables
 
+
 def _api_calls(con: sqlite3.Connection, schema: Schema, strings: dict[int, str]) -> pd.DataFrame:
-    columns = {"start_ns": "start", "end_ns": "end", "tid": "globalTid", "correlation_id": "correlationId",
-               "name_id": "nameId"}
-    frames = [_fetch_ints(con, schema, t, columns) for t in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER")
-              if t in schema]
+    columns = {
+        "start_ns": "start",
+        "end_ns": "end",
+        "tid": "globalTid",
+        "correlation_id": "correlationId",
+        "name_id": "nameId",
+    }
+    frames = [
+        _fetch_ints(con, schema, t, columns)
+        for t in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER")
+        if t in schema
+    ]
     frames = [f for f in frames if len(f)]
     if not frames:
         return empty_frame(API_COLUMNS + ("sync_type", "stream", "thread_key", "nvtx_range"))
     raw = pd.concat(frames, ignore_index=True)
     # Names and the sync test are computed once per distinct name id, then spread by index.
     inverse, ids = pd.factorize(raw["name_id"].to_numpy())
-    names = pd.Series(_decode(ids, strings, ""), dtype=object).str.replace(_VERSION_SUFFIX, "", regex=True)
+    names = pd.Series(_decode(ids, strings, ""), dtype=object).str.replace(
+        _VERSION_SUFFIX, "", regex=True
+    )
     pid, tid = _split_ids(raw["tid"])
-    api = pd.DataFrame({
-        "name": names.to_numpy(dtype=object)[inverse], "start_ns": raw["start_ns"].to_numpy(),
-        "end_ns": raw["end_ns"].to_numpy(), "thread_id": tid, "process_id": pid,
-        "correlation_id": raw["correlation_id"].to_numpy(), "thread_key": raw["tid"].to_numpy(),
-        "is_sync": names.str.match(BLOCKING_SYNC).to_numpy(dtype=bool)[inverse],
-    })
+    api = pd.DataFrame(
+        {
+            "name": names.to_numpy(dtype=object)[inverse],
+            "start_ns": raw["start_ns"].to_numpy(),
+            "end_ns": raw["end_ns"].to_numpy(),
+            "thread_id": tid,
+            "process_id": pid,
+            "correlation_id": raw["correlation_id"].to_numpy(),
+            "thread_key": raw["tid"].to_numpy(),
+            "is_sync": names.str.match(BLOCKING_SYNC).to_numpy(dtype=bool)[inverse],
+        }
+    )
     api["duration_ns"] = api["end_ns"] - api["start_ns"]
     api = _add_sync_records(con, schema, api)
     api = api.iloc[np.argsort(api["start_ns"].to_numpy(), kind="stable")]
@@ -198,8 +295,17 @@ def _add_sync_records(con: sqlite3.Connection, schema: Schema, api: pd.DataFrame
     """What each sync call waited on, from CUPTI's synchronisation records: sync_type and stream.
     Informational only: nsys 2025.3 labels cudaStreamSynchronize 'stream_wait_event' too, and
     cudaDeviceSynchronize has no record, so `is_sync` comes from the API name."""
-    sync = _fetch_ints(con, schema, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-                       {"correlation_id": "correlationId", "pid": "globalPid", "type": "syncType", "stream": "streamId"})
+    sync = _fetch_ints(
+        con,
+        schema,
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+        {
+            "correlation_id": "correlationId",
+            "pid": "globalPid",
+            "type": "syncType",
+            "stream": "streamId",
+        },
+    )
     keys = pd.Index(_call_key(_split_ids(sync["pid"])[0], sync["correlation_id"]))
     first = ~keys.duplicated()
     sync, keys = sync[first], keys[first]
@@ -217,13 +323,22 @@ def _pick(values: np.ndarray, found: np.ndarray, default: object) -> np.ndarray:
 
 def _call_key(pid: pd.Series | np.ndarray, correlation: pd.Series | np.ndarray) -> np.ndarray:
     """One int64 per (process, correlation id): pids have 24 bits, correlation ids 32 (CUPTI)."""
-    return (np.asarray(pid, dtype="int64") << 38) | (np.asarray(correlation, dtype="int64") & ((1 << 38) - 1))
+    return (np.asarray(pid, dtype="int64") << 38) | (
+        np.asarray(correlation, dtype="int64") & ((1 << 38) - 1)
+    )
 
 
 def _nvtx(con: sqlite3.Connection, schema: Schema, strings: dict[int, str]) -> pd.DataFrame:
     """Push/pop and start/end ranges; instant markers (no end) are skipped."""
-    columns = {"start_ns": "start", "end_ns": "end", "event_type": "eventType", "text": "text",
-               "text_id": "textId", "tid": "globalTid", "domain_id": "domainId"}
+    columns = {
+        "start_ns": "start",
+        "end_ns": "end",
+        "event_type": "eventType",
+        "text": "text",
+        "text_id": "textId",
+        "tid": "globalTid",
+        "domain_id": "domainId",
+    }
     types = _range_event_types(con, schema)
     where = f'"end" IS NOT NULL AND eventType IN ({", ".join(map(str, types))})'
     raw = _query(con, schema, "NVTX_EVENTS", columns, where if "NVTX_EVENTS" in schema else "")
@@ -231,22 +346,36 @@ def _nvtx(con: sqlite3.Connection, schema: Schema, strings: dict[int, str]) -> p
     if not len(raw):
         return empty_frame(tuple(out_columns))
     text = raw["text"].astype("object")
-    names = text.where(text.notna(), pd.Series(_decode(_ints(raw["text_id"]), strings, ""), dtype=object))
+    names = text.where(
+        text.notna(), pd.Series(_decode(_ints(raw["text_id"]), strings, ""), dtype=object)
+    )
     pid, tid = _split_ids(raw["tid"])
-    nvtx = pd.DataFrame({
-        "name": names.fillna("").to_numpy(dtype=object), "start_ns": _ints(raw["start_ns"]), "end_ns": _ints(raw["end_ns"]),
-        "thread_id": tid, "process_id": pid, "domain": _domains(con, schema, raw["domain_id"]),
-        "thread_key": _ints(raw["tid"], 0),
-    })
+    nvtx = pd.DataFrame(
+        {
+            "name": names.fillna("").to_numpy(dtype=object),
+            "start_ns": _ints(raw["start_ns"]),
+            "end_ns": _ints(raw["end_ns"]),
+            "thread_id": tid,
+            "process_id": pid,
+            "domain": _domains(con, schema, raw["domain_id"]),
+            "thread_key": _ints(raw["tid"], 0),
+        }
+    )
     nvtx["duration_ns"] = nvtx["end_ns"] - nvtx["start_ns"]
-    nvtx = nvtx.sort_values(["thread_key", "start_ns", "end_ns"], ascending=[True, True, False], kind="stable")
+    nvtx = nvtx.sort_values(
+        ["thread_key", "start_ns", "end_ns"], ascending=[True, True, False], kind="stable"
+    )
     nvtx["depth"] = _depths(nvtx)
     return nvtx[out_columns]
 
 
 def _range_event_types(con: sqlite3.Connection, schema: Schema) -> list[int]:
     """Event type ids of NVTX ranges, from ENUM_NSYS_EVENT_TYPE when the export has it."""
-    rows = con.execute("SELECT id, name FROM ENUM_NSYS_EVENT_TYPE").fetchall() if "ENUM_NSYS_EVENT_TYPE" in schema else []
+    rows = (
+        con.execute("SELECT id, name FROM ENUM_NSYS_EVENT_TYPE").fetchall()
+        if "ENUM_NSYS_EVENT_TYPE" in schema
+        else []
+    )
     return [int(i) for i, n in rows if n in NVTX_RANGE_TYPES.values()] or sorted(NVTX_RANGE_TYPES)
 
 
@@ -254,7 +383,9 @@ def _domains(con: sqlite3.Connection, schema: Schema, domain_ids: pd.Series) -> 
     """Domain names come from NvtxDomainCreate events (eventType 75); 0 is the default domain."""
     names: dict[int, str] = {}
     if {"domainId", "text"} <= schema.get("NVTX_EVENTS", {}).keys():
-        rows = con.execute("SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = 75 AND text IS NOT NULL")
+        rows = con.execute(
+            "SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = 75 AND text IS NOT NULL"
+        )
         names = {int(d): str(t) for d, t in rows if d is not None}
     return _decode(_ints(domain_ids, 0), names, "")
 
@@ -265,23 +396,41 @@ def _depths(nvtx: pd.DataFrame) -> np.ndarray:
     starts, ends = nvtx["start_ns"].to_numpy(), nvtx["end_ns"].to_numpy()
     for rows in nvtx.groupby("thread_key", sort=False).indices.values():
         # started before it (rows are sorted by start) minus already ended
-        depth[rows] = np.maximum(np.arange(len(rows)) - np.searchsorted(np.sort(ends[rows]), starts[rows], "right"), 0)
+        depth[rows] = np.maximum(
+            np.arange(len(rows)) - np.searchsorted(np.sort(ends[rows]), starts[rows], "right"), 0
+        )
     return depth
 
 
 def _activities(con: sqlite3.Connection, schema: Schema, strings: dict[int, str]) -> pd.DataFrame:
-    frames = [f for f in (_kernels(con, schema, strings), _copies(con, schema), _memsets(con, schema)) if len(f)]
+    frames = [
+        f
+        for f in (_kernels(con, schema, strings), _copies(con, schema), _memsets(con, schema))
+        if len(f)
+    ]
     if not frames:
         return empty_frame(_ACTIVITY_COLUMNS)
     timeline = pd.concat(frames, ignore_index=True)
     timeline["duration_ns"] = timeline["end_ns"] - timeline["start_ns"]
     # Stable sort on start (exports are nearly sorted already, which timsort exploits).
-    return timeline.iloc[np.argsort(timeline["start_ns"].to_numpy(), kind="stable")].reset_index(drop=True)
+    return timeline.iloc[np.argsort(timeline["start_ns"].to_numpy(), kind="stable")].reset_index(
+        drop=True
+    )
 
 
-_COMMON = {"start_ns": "start", "end_ns": "end", "device": "deviceId", "context": "contextId",
-           "stream": "streamId", "correlation_id": "correlationId", "pid": "globalPid"}
-_PACKED_DIMS = {"grid": "(gridX << 32) | (gridY << 16) | gridZ", "block": "(blockX << 32) | (blockY << 16) | blockZ"}
+_COMMON = {
+    "start_ns": "start",
+    "end_ns": "end",
+    "device": "deviceId",
+    "context": "contextId",
+    "stream": "streamId",
+    "correlation_id": "correlationId",
+    "pid": "globalPid",
+}
+_PACKED_DIMS = {
+    "grid": "(gridX << 32) | (gridY << 16) | gridZ",
+    "block": "(blockX << 32) | (blockY << 16) | blockZ",
+}
 
 
 def _common(raw: pd.DataFrame, kind: str) -> pd.DataFrame:
@@ -301,15 +450,30 @@ def _decode(values: np.ndarray, mapping: dict[int, str], default: str = "unknown
 def _dims(packed: np.ndarray) -> np.ndarray:
     """'(x, y, z)' text from (x << 32 | y << 16 | z), formatted once per distinct shape."""
     inverse, codes = pd.factorize(packed)
-    text = np.array([f"({c >> 32}, {(c >> 16) & 0xFFFF}, {c & 0xFFFF})" if c >= 0 else "" for c in codes.tolist()]
-                    + [""], dtype=object)
+    text = np.array(
+        [
+            f"({c >> 32}, {(c >> 16) & 0xFFFF}, {c & 0xFFFF})" if c >= 0 else ""
+            for c in codes.tolist()
+        ]
+        + [""],
+        dtype=object,
+    )
     return text[inverse] if len(packed) else np.empty(0, dtype=object)
 
 
 def _kernels(con: sqlite3.Connection, schema: Schema, strings: dict[int, str]) -> pd.DataFrame:
-    raw = _fetch_ints(con, schema, "CUPTI_ACTIVITY_KIND_KERNEL",
-                      {**_COMMON, "demangled": "demangledName", "short": "shortName", "mangled": "mangledName",
-                       **_PACKED_DIMS})
+    raw = _fetch_ints(
+        con,
+        schema,
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        {
+            **_COMMON,
+            "demangled": "demangledName",
+            "short": "shortName",
+            "mangled": "mangledName",
+            **_PACKED_DIMS,
+        },
+    )
     out = _common(raw, "kernel")
     short = _decode(raw["short"].to_numpy(), strings, "")
     name = _decode(raw["demangled"].to_numpy(), strings, "")
@@ -321,8 +485,12 @@ def _kernels(con: sqlite3.Connection, schema: Schema, strings: dict[int, str]) -
 
 
 def _copies(con: sqlite3.Connection, schema: Schema) -> pd.DataFrame:
-    raw = _fetch_ints(con, schema, "CUPTI_ACTIVITY_KIND_MEMCPY",
-                      {**_COMMON, "bytes": "bytes", "copy_kind": "copyKind", "src": "srcKind", "dst": "dstKind"})
+    raw = _fetch_ints(
+        con,
+        schema,
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        {**_COMMON, "bytes": "bytes", "copy_kind": "copyKind", "src": "srcKind", "dst": "dstKind"},
+    )
     if not len(raw):
         return pd.DataFrame()
     out = _common(raw, "memcpy")
@@ -332,23 +500,31 @@ def _copies(con: sqlite3.Connection, schema: Schema) -> pd.DataFrame:
     out["copy_kind"] = _decode(raw["copy_kind"].to_numpy(), kinds)
     out["src_kind"] = _decode(raw["src"].to_numpy(), mem)
     out["dst_kind"] = _decode(raw["dst"].to_numpy(), mem)
-    labels = {code: f"[CUDA memcpy {COPY_NAMES.get(code, code)}]" for code in set(kinds.values()) | {"unknown"}}
+    labels = {
+        code: f"[CUDA memcpy {COPY_NAMES.get(code, code)}]"
+        for code in set(kinds.values()) | {"unknown"}
+    }
     out["name"] = out["short_name"] = out["copy_kind"].map(labels)
     return out
 
 
 def _memsets(con: sqlite3.Connection, schema: Schema) -> pd.DataFrame:
-    raw = _fetch_ints(con, schema, "CUPTI_ACTIVITY_KIND_MEMSET", {**_COMMON, "bytes": "bytes", "mem": "memKind"})
+    raw = _fetch_ints(
+        con, schema, "CUPTI_ACTIVITY_KIND_MEMSET", {**_COMMON, "bytes": "bytes", "mem": "memKind"}
+    )
     if not len(raw):
         return pd.DataFrame()
     out = _common(raw, "memset")
     out["bytes"] = raw["bytes"].to_numpy(dtype="float64")
-    out["dst_kind"] = _decode(raw["mem"].to_numpy(), _enum(con, schema, "ENUM_CUDA_MEM_KIND", MEM_KINDS))
+    out["dst_kind"] = _decode(
+        raw["mem"].to_numpy(), _enum(con, schema, "ENUM_CUDA_MEM_KIND", MEM_KINDS)
+    )
     out["name"] = out["short_name"] = "[CUDA memset]"
     return out
 
 
 # ---------------------------------------------------------------- attribution
+
 
 def _attribute(timeline: pd.DataFrame, api: pd.DataFrame, nvtx: pd.DataFrame) -> pd.DataFrame:
     """Each activity's launching call (same process and correlation id), and the innermost NVTX
@@ -357,18 +533,24 @@ def _attribute(timeline: pd.DataFrame, api: pd.DataFrame, nvtx: pd.DataFrame) ->
         return timeline
     calls = api[api["correlation_id"] > 0]
     keys = pd.Index(_call_key(calls["process_id"], calls["correlation_id"]))
-    if not keys.is_unique:   # runtime and driver records of one launch: keep the first (runtime)
+    if not keys.is_unique:  # runtime and driver records of one launch: keep the first (runtime)
         first = ~keys.duplicated()
         calls, keys = calls[first], keys[first]
     found = keys.get_indexer(_call_key(timeline["process_id"], timeline["correlation_id"]))
-    for column, source in (("api_start_ns", "start_ns"), ("api_end_ns", "end_ns"), ("thread_id", "thread_id")):
+    for column, source in (
+        ("api_start_ns", "start_ns"),
+        ("api_end_ns", "end_ns"),
+        ("thread_id", "thread_id"),
+    ):
         timeline[column] = _pick(calls[source].to_numpy(), found, -1)
     thread_key = _pick(calls["thread_key"].to_numpy(), found, 0)
     timeline["nvtx_range"] = _range_names(nvtx, thread_key, timeline["api_start_ns"].to_numpy())
     return timeline.reindex(columns=list(_ACTIVITY_COLUMNS))
 
 
-def _range_names(nvtx: pd.DataFrame, thread_keys: np.ndarray | pd.Series, times: np.ndarray | pd.Series) -> np.ndarray:
+def _range_names(
+    nvtx: pd.DataFrame, thread_keys: np.ndarray | pd.Series, times: np.ndarray | pd.Series
+) -> np.ndarray:
     """Name of the innermost NVTX range on `thread_keys[i]` that encloses `times[i]` (NaN if none)."""
     out = np.full(len(times), np.nan, dtype=object)
     if not len(nvtx) or not len(times):
@@ -379,7 +561,9 @@ def _range_names(nvtx: pd.DataFrame, thread_keys: np.ndarray | pd.Series, times:
         wanted = np.flatnonzero(keys == key)
         if not len(wanted):
             continue
-        found = enclosing(nvtx["start_ns"].to_numpy()[rows], nvtx["end_ns"].to_numpy()[rows], t[wanted])
+        found = enclosing(
+            nvtx["start_ns"].to_numpy()[rows], nvtx["end_ns"].to_numpy()[rows], t[wanted]
+        )
         hit = found >= 0
         out[wanted[hit]] = names[rows[found[hit]]]
     return out
@@ -387,28 +571,47 @@ def _range_names(nvtx: pd.DataFrame, thread_keys: np.ndarray | pd.Series, times:
 
 # ---------------------------------------------------------------- meta
 
+
 def _meta(con: sqlite3.Connection, schema: Schema, source: str) -> dict:
     meta: dict = {"sources": [{"path": source, "format": "nsys-sqlite"}]}
     if devices := _devices(con, schema):
         meta["device"], meta["devices"] = devices[0], devices
-    info = dict(con.execute("SELECT name, value FROM META_DATA_EXPORT").fetchall()) if "META_DATA_EXPORT" in schema else {}
+    info = (
+        dict(con.execute("SELECT name, value FROM META_DATA_EXPORT").fetchall())
+        if "META_DATA_EXPORT" in schema
+        else {}
+    )
     if info.get("EXPORT_PRODUCT_VERSION"):
         meta["nsys_version"] = str(info["EXPORT_PRODUCT_VERSION"])
     return meta
 
 
-_GPU_FIELDS = {"id": "id", "name": "name", "sm_count": "smCount", "clock_hz": "clockRate",
-               "memory_bandwidth_bytes_per_s": "memoryBandwidth", "l2_bytes": "l2CacheSize",
-               "total_memory_bytes": "totalMemory", "bus": "busLocation", "chip": "chipName",
-               "async_engines": "asyncEngines", "cuda_device": "cuDevice", "cc_major": "computeMajor",
-               "cc_minor": "computeMinor"}
+_GPU_FIELDS = {
+    "id": "id",
+    "name": "name",
+    "sm_count": "smCount",
+    "clock_hz": "clockRate",
+    "memory_bandwidth_bytes_per_s": "memoryBandwidth",
+    "l2_bytes": "l2CacheSize",
+    "total_memory_bytes": "totalMemory",
+    "bus": "busLocation",
+    "chip": "chipName",
+    "async_engines": "asyncEngines",
+    "cuda_device": "cuDevice",
+    "cc_major": "computeMajor",
+    "cc_minor": "computeMinor",
+}
 
 
 def _devices(con: sqlite3.Connection, schema: Schema) -> list[dict]:
     frame = _query(con, schema, "TARGET_INFO_GPU", _GPU_FIELDS)
     devices = []
     for row in frame.to_dict("records"):
-        info = {k: (v.item() if hasattr(v, "item") else v) for k, v in row.items() if v is not None and not pd.isna(v)}
+        info = {
+            k: (v.item() if hasattr(v, "item") else v)
+            for k, v in row.items()
+            if v is not None and not pd.isna(v)
+        }
         if "cc_major" in info:
             info["cc"] = f"{int(info.pop('cc_major'))}.{int(info.pop('cc_minor', 0))}"
         devices.append(info)

@@ -6,6 +6,7 @@ ranges or API calls: nsys stats does not print them per activity). Summary repor
 no start times, so they cannot be placed on a timeline: their rows go to
 meta["nsys_<report>"], in base units, for the renderers.
 """
+
 from __future__ import annotations
 
 import io
@@ -20,11 +21,30 @@ from nsdiag.model.session import TIMELINE_COLUMNS, Session, empty_frame
 from nsdiag.readers.text_input import read_text
 
 _UNIT = re.compile(r"^(?P<name>.*?)\s*\((?P<unit>[^()]*)\)$")
-_SCALE = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9, "b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9,
-          "kib": 1024.0, "mib": 1024.0 ** 2, "gib": 1024.0 ** 3, "%": 1.0}
-_COPY_KINDS = {"Host-to-Device": "HtoD", "Device-to-Host": "DtoH", "Device-to-Device": "DtoD",
-               "Host-to-Host": "HtoH", "Peer-to-Peer": "PtoP", "Unified Host-to-Device": "UVM_HtoD",
-               "Unified Device-to-Host": "UVM_DtoH", "Unified Device-to-Device": "UVM_DtoD"}
+_SCALE = {
+    "ns": 1.0,
+    "us": 1e3,
+    "ms": 1e6,
+    "s": 1e9,
+    "b": 1.0,
+    "kb": 1e3,
+    "mb": 1e6,
+    "gb": 1e9,
+    "kib": 1024.0,
+    "mib": 1024.0**2,
+    "gib": 1024.0**3,
+    "%": 1.0,
+}
+_COPY_KINDS = {
+    "Host-to-Device": "HtoD",
+    "Device-to-Host": "DtoH",
+    "Device-to-Device": "DtoD",
+    "Host-to-Host": "HtoH",
+    "Peer-to-Peer": "PtoP",
+    "Unified Host-to-Device": "UVM_HtoD",
+    "Unified Device-to-Host": "UVM_DtoH",
+    "Unified Device-to-Device": "UVM_DtoD",
+}
 _DEVICE = re.compile(r"\((\d+)\)\s*$")
 # Header signatures: report -> words that must all be in the header line.
 _REPORTS = {
@@ -55,8 +75,10 @@ def read(path: Path) -> Session:
     lines = text.splitlines()
     header = next((i for i, line in enumerate(lines[:30]) if report_kind(line)), None)
     if header is None:
-        raise InputError(f"{path} is not an nsys stats CSV report",
-                         "export with: nsys stats -r cuda_gpu_trace -f csv -o PREFIX report.nsys-rep")
+        raise InputError(
+            f"{path} is not an nsys stats CSV report",
+            "export with: nsys stats -r cuda_gpu_trace -f csv -o PREFIX report.nsys-rep",
+        )
     report = report_kind(lines[header])
     try:
         frame = pd.read_csv(io.StringIO("\n".join(lines[header:])), skip_blank_lines=True)
@@ -91,8 +113,13 @@ def _base_units(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _summary(frame: pd.DataFrame) -> list[dict]:
     table = _base_units(frame)
-    return [{k: (None if pd.isna(v) else (v.item() if hasattr(v, "item") else v)) for k, v in row.items()}
-            for row in table.to_dict("records")]
+    return [
+        {
+            k: (None if pd.isna(v) else (v.item() if hasattr(v, "item") else v))
+            for k, v in row.items()
+        }
+        for row in table.to_dict("records")
+    ]
 
 
 def _trace(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str]:
@@ -100,41 +127,63 @@ def _trace(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str]:
     required = ("start_ns", "duration_ns", "name")
     missing = [c for c in required if c not in t]
     if missing:
-        raise InputError(f"{path}: cuda_gpu_trace lacks {', '.join(missing)}", "re-export with nsys stats -f csv")
+        raise InputError(
+            f"{path}: cuda_gpu_trace lacks {', '.join(missing)}", "re-export with nsys stats -f csv"
+        )
     if not len(t):
         return empty_frame(TIMELINE_COLUMNS), ""
     name = t["name"].astype("object").fillna("").astype(str)
     start = pd.to_numeric(t["start_ns"], errors="coerce").fillna(0).round().astype("int64")
     duration = pd.to_numeric(t["duration_ns"], errors="coerce").fillna(0).round().astype("int64")
-    kind = np.select([name.str.startswith("[CUDA memcpy"), name.str.startswith("[CUDA memset")],
-                     ["memcpy", "memset"], "kernel")
+    kind = np.select(
+        [name.str.startswith("[CUDA memcpy"), name.str.startswith("[CUDA memset")],
+        ["memcpy", "memset"],
+        "kernel",
+    )
     devices = t.get("device", pd.Series("", index=t.index)).astype("object").fillna("").astype(str)
-    out = pd.DataFrame({
-        "kind": kind, "start_ns": start, "end_ns": start + duration, "duration_ns": duration,
-        "device": devices.str.extract(_DEVICE, expand=False).fillna(0).astype("int64"),
-        "context": _int_column(t, "ctx"), "stream": _int_column(t, "strm"), "name": name,
-        "bytes": _bytes(t, duration), "copy_kind": _copy_kinds(name, kind),
-        "src_kind": _mem_kind(t, "srcmemkd"), "dst_kind": _mem_kind(t, "dstmemkd"),
-        "correlation_id": _int_column(t, "corrid"),
-        "grid": _dims(t, "grd"), "block": _dims(t, "blk"),
-        "nvtx_range": pd.Series(np.nan, index=t.index, dtype="object"), "process_id": -1,
-    })
+    out = pd.DataFrame(
+        {
+            "kind": kind,
+            "start_ns": start,
+            "end_ns": start + duration,
+            "duration_ns": duration,
+            "device": devices.str.extract(_DEVICE, expand=False).fillna(0).astype("int64"),
+            "context": _int_column(t, "ctx"),
+            "stream": _int_column(t, "strm"),
+            "name": name,
+            "bytes": _bytes(t, duration),
+            "copy_kind": _copy_kinds(name, kind),
+            "src_kind": _mem_kind(t, "srcmemkd"),
+            "dst_kind": _mem_kind(t, "dstmemkd"),
+            "correlation_id": _int_column(t, "corrid"),
+            "grid": _dims(t, "grd"),
+            "block": _dims(t, "blk"),
+            "nvtx_range": pd.Series(np.nan, index=t.index, dtype="object"),
+            "process_id": -1,
+        }
+    )
     out.loc[out["kind"] == "kernel", ["bytes"]] = np.nan
     device_name = devices.str.replace(_DEVICE, "", regex=True).str.strip()
-    return out.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True), \
-        (device_name.iloc[0] if len(device_name) else "")
+    return out.sort_values(["start_ns", "end_ns"], kind="stable").reset_index(drop=True), (
+        device_name.iloc[0] if len(device_name) else ""
+    )
 
 
 def _int_column(t: pd.DataFrame, column: str) -> pd.Series:
-    return pd.to_numeric(t[column], errors="coerce").fillna(-1).astype("int64") if column in t \
+    return (
+        pd.to_numeric(t[column], errors="coerce").fillna(-1).astype("int64")
+        if column in t
         else pd.Series(-1, index=t.index, dtype="int64")
+    )
 
 
 def _bytes(t: pd.DataFrame, duration: pd.Series) -> pd.Series:
     """Bytes moved. nsys prints MB with three decimals (small copies read 0.000), so where the
     throughput is there, bytes = throughput x duration, which keeps small copies exact enough."""
     size = pd.to_numeric(t.get("bytes_bytes", pd.Series(np.nan, index=t.index)), errors="coerce")
-    rate = pd.to_numeric(t.get("throughput_bytes_per_s", pd.Series(np.nan, index=t.index)), errors="coerce")
+    rate = pd.to_numeric(
+        t.get("throughput_bytes_per_s", pd.Series(np.nan, index=t.index)), errors="coerce"
+    )
     from_rate = (rate * duration / 1e9).round()
     return from_rate.where(rate.notna() & (size.isna() | (size < 1e6)), size).astype("float64")
 
@@ -149,7 +198,9 @@ def _mem_kind(t: pd.DataFrame, column: str) -> pd.Series:
     if column not in t:
         return pd.Series(np.nan, index=t.index, dtype="object")
     values = t[column].astype("object")
-    return values.where(values.isna(), values.astype(str).str.strip().str.lower().str.replace(" ", "_"))
+    return values.where(
+        values.isna(), values.astype(str).str.strip().str.lower().str.replace(" ", "_")
+    )
 
 
 def _dims(t: pd.DataFrame, prefix: str) -> pd.Series:
@@ -157,6 +208,13 @@ def _dims(t: pd.DataFrame, prefix: str) -> pd.Series:
     if not all(a in t for a in axes):
         return pd.Series(np.nan, index=t.index, dtype="object")
     parts = [pd.to_numeric(t[a], errors="coerce") for a in axes]
-    text = "(" + parts[0].astype("Int64").astype(str) + ", " + parts[1].astype("Int64").astype(str) + ", " \
-        + parts[2].astype("Int64").astype(str) + ")"
+    text = (
+        "("
+        + parts[0].astype("Int64").astype(str)
+        + ", "
+        + parts[1].astype("Int64").astype(str)
+        + ", "
+        + parts[2].astype("Int64").astype(str)
+        + ")"
+    )
     return text.where(parts[0].notna())

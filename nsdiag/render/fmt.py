@@ -1,4 +1,5 @@
 """Formatting helpers shared by the renderers: numbers with units, missing values, escaping."""
+
 from __future__ import annotations
 
 import html
@@ -14,16 +15,26 @@ MISSING = "–"
 
 # Display labels for the canonical metrics the renderers show (others print their own name).
 METRIC_LABELS: dict[str, str] = {
-    "dram_throughput_pct": "DRAM throughput %", "l2_throughput_pct": "L2 throughput %",
-    "l1_throughput_pct": "L1/TEX throughput %", "shared_throughput_pct": "shared memory throughput %",
-    "memory_throughput_pct": "memory throughput %", "sm_throughput_pct": "SM throughput %",
-    "achieved_occupancy_pct": "achieved occupancy %", "theoretical_occupancy_pct": "theoretical occupancy %",
-    "registers_per_thread": "registers per thread", "waves_per_sm": "waves per SM",
+    "dram_throughput_pct": "DRAM throughput %",
+    "l2_throughput_pct": "L2 throughput %",
+    "l1_throughput_pct": "L1/TEX throughput %",
+    "shared_throughput_pct": "shared memory throughput %",
+    "memory_throughput_pct": "memory throughput %",
+    "sm_throughput_pct": "SM throughput %",
+    "achieved_occupancy_pct": "achieved occupancy %",
+    "theoretical_occupancy_pct": "theoretical occupancy %",
+    "registers_per_thread": "registers per thread",
+    "waves_per_sm": "waves per SM",
     "global_load_bytes_per_sector": "bytes used per 32-byte load sector",
-    "global_load_sectors_per_request": "sectors per load request", "l1_hit_rate_pct": "L1 hit rate %",
-    "l2_hit_rate_pct": "L2 hit rate %", "mem_pct": "busiest memory unit %", "compute_pct": "busiest pipe %",
-    "time_share": "share of GPU time", "chain_time_ns": "chain time (ns)",
-    "dram_bytes_moved": "DRAM bytes moved", "intermediate_bytes": "intermediate bytes",
+    "global_load_sectors_per_request": "sectors per load request",
+    "l1_hit_rate_pct": "L1 hit rate %",
+    "l2_hit_rate_pct": "L2 hit rate %",
+    "mem_pct": "busiest memory unit %",
+    "compute_pct": "busiest pipe %",
+    "time_share": "share of GPU time",
+    "chain_time_ns": "chain time (ns)",
+    "dram_bytes_moved": "DRAM bytes moved",
+    "intermediate_bytes": "intermediate bytes",
     "fused_bandwidth_bytes_per_s": "bandwidth a fused kernel would reach (B/s)",
 }
 
@@ -73,8 +84,8 @@ def share(value: Any, digits: int = 1) -> str:
     v = number(value)
     if v is None:
         return MISSING
-    if 0 < v * 100 < 10 ** -digits:
-        return f"<{10 ** -digits:g}%"
+    if 0 < v * 100 < 10**-digits:
+        return f"<{10**-digits:g}%"
     return f"{v * 100:.{digits}f}%"
 
 
@@ -90,8 +101,17 @@ def rate(value: Any, unit: str) -> str:
     v = number(value)
     if v is None:
         return MISSING
-    return _scaled(v, [(1e15, f"P{unit}"), (1e12, f"T{unit}"), (1e9, f"G{unit}"), (1e6, f"M{unit}"),
-                       (1e3, f"k{unit}"), (1.0, unit)])
+    return _scaled(
+        v,
+        [
+            (1e15, f"P{unit}"),
+            (1e12, f"T{unit}"),
+            (1e9, f"G{unit}"),
+            (1e6, f"M{unit}"),
+            (1e3, f"k{unit}"),
+            (1.0, unit),
+        ],
+    )
 
 
 def num(value: Any, digits: int = 3) -> str:

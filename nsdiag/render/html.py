@@ -3,6 +3,7 @@
 This module turns a Diagnosis into display rows (formatted strings, short names, chart HTML) and
 hands them to `templates/report.html.j2`; it decides nothing about the program's performance.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,15 +20,24 @@ from nsdiag.render import RenderOptions, charts, fmt
 from nsdiag.resources import templates_dir
 
 TEMPLATE = "report.html.j2"
-PLOTLY_CONFIG = {"displaylogo": False, "responsive": True, "topojsonURL": "",
-                 "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"]}
+PLOTLY_CONFIG = {
+    "displaylogo": False,
+    "responsive": True,
+    "topojsonURL": "",
+    "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"],
+}
 _META_SKIP = {"sources", "kernel_launches", "measured_dram_ceiling"}
 
 
 @functools.lru_cache(maxsize=1)
 def environment() -> Environment:
-    return Environment(loader=FileSystemLoader(str(templates_dir())), autoescape=True,
-                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    return Environment(
+        loader=FileSystemLoader(str(templates_dir())),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -47,8 +57,16 @@ def _chart(fig: go.Figure | None, div_id: str) -> Markup | None:
     """A figure as a div + script; plotly's JSON escapes <, > and / so names cannot close the script."""
     if fig is None:
         return None
-    return Markup(fig.to_html(include_plotlyjs=False, full_html=False, div_id=div_id, config=PLOTLY_CONFIG,
-                              default_width="100%", default_height=f"{fig.layout.height or 400}px"))
+    return Markup(
+        fig.to_html(
+            include_plotlyjs=False,
+            full_html=False,
+            div_id=div_id,
+            config=PLOTLY_CONFIG,
+            default_width="100%",
+            default_height=f"{fig.layout.height or 400}px",
+        )
+    )
 
 
 def _anchor(kernel: KernelDiagnosis) -> str:
@@ -56,21 +74,37 @@ def _anchor(kernel: KernelDiagnosis) -> str:
 
 
 def _evidence(finding: Finding) -> list[dict[str, str]]:
-    return [{"metric": fmt.metric_label(e.metric), "name": e.metric, "value": fmt.metric_value(e.metric, e.value),
-             "op": e.op, "threshold": fmt.metric_value(e.metric, e.threshold) if e.op else ""}
-            for e in finding.evidence]
+    return [
+        {
+            "metric": fmt.metric_label(e.metric),
+            "name": e.metric,
+            "value": fmt.metric_value(e.metric, e.value),
+            "op": e.op,
+            "threshold": fmt.metric_value(e.metric, e.threshold) if e.op else "",
+        }
+        for e in finding.evidence
+    ]
 
 
 def _finding(finding: Finding, total_ns: float, names: dict[str, str]) -> dict[str, Any]:
     chain = finding.details.get("chain") if isinstance(finding.details, dict) else None
     return {
-        "rule": finding.rule, "cause": finding.cause, "title": finding.title, "message": finding.message,
-        "fix": finding.fix, "impact": fmt.share(finding.impact), "recoverable": fmt.share(finding.recoverable),
-        "saving": fmt.saving(finding, total_ns), "basis": finding.impact_basis, "evidence": _evidence(finding),
-        "range": finding.range, "kernel": names.get(finding.kernel, finding.kernel) if finding.kernel else None,
+        "rule": finding.rule,
+        "cause": finding.cause,
+        "title": finding.title,
+        "message": finding.message,
+        "fix": finding.fix,
+        "impact": fmt.share(finding.impact),
+        "recoverable": fmt.share(finding.recoverable),
+        "saving": fmt.saving(finding, total_ns),
+        "basis": finding.impact_basis,
+        "evidence": _evidence(finding),
+        "range": finding.range,
+        "kernel": names.get(finding.kernel, finding.kernel) if finding.kernel else None,
         "kernel_full": finding.kernel,
         "chain": [{"short": names.get(str(n), str(n)), "full": str(n)} for n in chain]
-        if isinstance(chain, list) else [],
+        if isinstance(chain, list)
+        else [],
     }
 
 
@@ -80,22 +114,41 @@ def _kernel_row(k: KernelDiagnosis, names: dict[str, str], carded: bool) -> dict
     roof = fmt.number(k.roofline.get("pct_of_roof"))
     share = fmt.number(k.time_share)
     return {
-        "id": k.id, "anchor": _anchor(k), "carded": carded, "short": names[k.name], "full": k.demangled or k.name,
-        "launches": f"{k.launches:,}", "launches_v": k.launches,
-        "total": fmt.time_ns(k.duration_ns), "total_v": k.duration_ns, "mean": fmt.time_ns(mean), "mean_v": mean,
-        "share": fmt.share(k.time_share), "share_v": "" if share is None else share,
-        "bound": k.bound, "limiter": k.limiter or fmt.MISSING,
-        "roof": fmt.pct(roof, 0), "roof_v": "" if roof is None else roof,
+        "id": k.id,
+        "anchor": _anchor(k),
+        "carded": carded,
+        "short": names[k.name],
+        "full": k.demangled or k.name,
+        "launches": f"{k.launches:,}",
+        "launches_v": k.launches,
+        "total": fmt.time_ns(k.duration_ns),
+        "total_v": k.duration_ns,
+        "mean": fmt.time_ns(mean),
+        "mean_v": mean,
+        "share": fmt.share(k.time_share),
+        "share_v": "" if share is None else share,
+        "bound": k.bound,
+        "limiter": k.limiter or fmt.MISSING,
+        "roof": fmt.pct(roof, 0),
+        "roof_v": "" if roof is None else roof,
         "geometry": f"{k.grid} × {k.block}",
-        "top_finding": f"{top.title} ({top.rule})" if top else "", "top_impact": fmt.share(top.impact) if top else "",
+        "top_finding": f"{top.title} ({top.rule})" if top else "",
+        "top_impact": fmt.share(top.impact) if top else "",
     }
 
 
 def _occupancy(k: KernelDiagnosis) -> dict[str, Any]:
     m = k.metrics
-    limits = {name: fmt.number(m.get(f"occupancy_limit_{key}")) for key, name in
-              (("registers", "registers"), ("shared_mem", "shared memory"), ("warps", "warps"),
-               ("blocks", "blocks"), ("barriers", "barriers"))}
+    limits = {
+        name: fmt.number(m.get(f"occupancy_limit_{key}"))
+        for key, name in (
+            ("registers", "registers"),
+            ("shared_mem", "shared memory"),
+            ("warps", "warps"),
+            ("blocks", "blocks"),
+            ("barriers", "barriers"),
+        )
+    }
     present = {n: v for n, v in limits.items() if v is not None}
     fewest = min(present.values(), default=None)
     limiter = m.get("occupancy_limiter")
@@ -103,18 +156,27 @@ def _occupancy(k: KernelDiagnosis) -> dict[str, Any]:
         "achieved": fmt.pct(m.get("achieved_occupancy_pct")),
         "theoretical": fmt.pct(m.get("theoretical_occupancy_pct")),
         "limiter": limiter if isinstance(limiter, str) and limiter else None,
-        "limits": [{"name": n, "blocks": fmt.num(v), "lowest": v == fewest} for n, v in present.items()],
+        "limits": [
+            {"name": n, "blocks": fmt.num(v), "lowest": v == fewest} for n, v in present.items()
+        ],
     }
 
 
 def _geometry(k: KernelDiagnosis) -> list[tuple[str, str]]:
     m = k.metrics
-    rows = [("grid", k.grid), ("block", k.block), ("threads", fmt.num(m.get("threads"))),
-            ("registers per thread", fmt.num(m.get("registers_per_thread"))),
-            ("shared memory (static / dynamic)",
-             f"{fmt.bytes_(m.get('shared_mem_static_bytes'))} / {fmt.bytes_(m.get('shared_mem_dynamic_bytes'))}"),
-            ("waves per SM", fmt.num(m.get("waves_per_sm"))), ("launches", f"{k.launches:,}"),
-            ("mean duration", fmt.time_ns(k.duration_ns / max(k.launches, 1)))]
+    rows = [
+        ("grid", k.grid),
+        ("block", k.block),
+        ("threads", fmt.num(m.get("threads"))),
+        ("registers per thread", fmt.num(m.get("registers_per_thread"))),
+        (
+            "shared memory (static / dynamic)",
+            f"{fmt.bytes_(m.get('shared_mem_static_bytes'))} / {fmt.bytes_(m.get('shared_mem_dynamic_bytes'))}",
+        ),
+        ("waves per SM", fmt.num(m.get("waves_per_sm"))),
+        ("launches", f"{k.launches:,}"),
+        ("mean duration", fmt.time_ns(k.duration_ns / max(k.launches, 1))),
+    ]
     return [(label, value) for label, value in rows if value and value != fmt.MISSING]
 
 
@@ -122,11 +184,22 @@ def _roofline_facts(k: KernelDiagnosis) -> list[tuple[str, str]]:
     r = k.roofline
     intensity = fmt.number(r.get("arithmetic_intensity"))
     achieved = fmt.number(r.get("achieved_flops_per_s"))
-    rows = [("% of roof", fmt.pct(r.get("pct_of_roof"))), ("side of the ridge", str(r.get("side") or fmt.MISSING)),
-            ("arithmetic intensity", fmt.MISSING if intensity is None else f"{fmt.num(intensity)} FLOP/B"),
-            ("achieved", fmt.MISSING if achieved is None else
-             f"{fmt.rate(achieved, 'FLOP/s')}" + (f" ({r['precision']})" if r.get("precision") else "")),
-            ("DRAM bandwidth", fmt.rate(r.get("achieved_dram_bytes_per_s"), "B/s"))]
+    rows = [
+        ("% of roof", fmt.pct(r.get("pct_of_roof"))),
+        ("side of the ridge", str(r.get("side") or fmt.MISSING)),
+        (
+            "arithmetic intensity",
+            fmt.MISSING if intensity is None else f"{fmt.num(intensity)} FLOP/B",
+        ),
+        (
+            "achieved",
+            fmt.MISSING
+            if achieved is None
+            else f"{fmt.rate(achieved, 'FLOP/s')}"
+            + (f" ({r['precision']})" if r.get("precision") else ""),
+        ),
+        ("DRAM bandwidth", fmt.rate(r.get("achieved_dram_bytes_per_s"), "B/s")),
+    ]
     if fmt.number(r.get("pct_of_measured_ceiling")) is not None:
         rows.append(("% of measured DRAM ceiling", fmt.pct(r.get("pct_of_measured_ceiling"))))
     return rows
@@ -134,17 +207,36 @@ def _roofline_facts(k: KernelDiagnosis) -> list[tuple[str, str]]:
 
 def _card(k: KernelDiagnosis, rank: int, total_ns: float, names: dict[str, str]) -> dict[str, Any]:
     return {
-        "rank": rank, "anchor": _anchor(k), "short": names[k.name], "full": k.demangled or k.name,
-        "share": fmt.share(k.time_share), "total": fmt.time_ns(k.duration_ns), "launches": f"{k.launches:,}",
-        "bound": k.bound, "limiter": k.limiter or fmt.MISSING, "verdict": k.verdict, "note": k.verdict_note,
+        "rank": rank,
+        "anchor": _anchor(k),
+        "short": names[k.name],
+        "full": k.demangled or k.name,
+        "share": fmt.share(k.time_share),
+        "total": fmt.time_ns(k.duration_ns),
+        "launches": f"{k.launches:,}",
+        "bound": k.bound,
+        "limiter": k.limiter or fmt.MISSING,
+        "verdict": k.verdict,
+        "note": k.verdict_note,
         "throughput": _chart(charts.throughput_bars(k), f"chart-throughput-{k.id}"),
         "stalls": _chart(charts.stall_bars(k), f"chart-stalls-{k.id}"),
-        "occupancy": _occupancy(k), "geometry": _geometry(k), "roofline": _roofline_facts(k),
+        "occupancy": _occupancy(k),
+        "geometry": _geometry(k),
+        "roofline": _roofline_facts(k),
         "findings": [_finding(f, total_ns, names) for f in k.findings],
-        "ncu_rules": [{"rule": r.get("rule", ""), "section": r.get("section", ""), "type": r.get("type", ""),
-                       "message": r.get("message", ""),
-                       "speedup": fmt.pct(r.get("speedup")) if fmt.number(r.get("speedup")) is not None else "",
-                       "speedup_type": r.get("speedup_type") or ""} for r in k.ncu_rules],
+        "ncu_rules": [
+            {
+                "rule": r.get("rule", ""),
+                "section": r.get("section", ""),
+                "type": r.get("type", ""),
+                "message": r.get("message", ""),
+                "speedup": fmt.pct(r.get("speedup"))
+                if fmt.number(r.get("speedup")) is not None
+                else "",
+                "speedup_type": r.get("speedup_type") or "",
+            }
+            for r in k.ncu_rules
+        ],
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in k.skipped],
     }
 
@@ -155,7 +247,9 @@ def _meta_items(diagnosis: Diagnosis) -> list[tuple[str, str]]:
         if key in _META_SKIP or value is None or value == "":
             continue
         if isinstance(value, dict):
-            items.extend((f"{key} {k}", str(v)) for k, v in value.items() if isinstance(v, (str, int, float)))
+            items.extend(
+                (f"{key} {k}", str(v)) for k, v in value.items() if isinstance(v, (str, int, float))
+            )
         elif isinstance(value, (str, int, float)):
             items.append((key.replace("_", " "), str(value)))
         elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
@@ -163,14 +257,20 @@ def _meta_items(diagnosis: Diagnosis) -> list[tuple[str, str]]:
     return items
 
 
-def _left_out(diagnosis: Diagnosis, cards: list[KernelDiagnosis], options: RenderOptions) -> dict[str, Any] | None:
+def _left_out(
+    diagnosis: Diagnosis, cards: list[KernelDiagnosis], options: RenderOptions
+) -> dict[str, Any] | None:
     rest = len(diagnosis.kernels) - len(cards)
     if rest <= 0:
         return None
     covered = sum(fmt.number(k.time_share) or 0.0 for k in cards)
-    return {"shown": len(cards), "rest": rest, "covered": fmt.share(covered),
-            "rest_share": fmt.share(max(1 - covered, 0)),
-            "option": options.cards_option}
+    return {
+        "shown": len(cards),
+        "rest": rest,
+        "covered": fmt.share(covered),
+        "rest_share": fmt.share(max(1 - covered, 0)),
+        "option": options.cards_option,
+    }
 
 
 def _timeline(session: Session | None, options: RenderOptions) -> dict[str, Any] | None:
@@ -183,18 +283,28 @@ def _timeline(session: Session | None, options: RenderOptions) -> dict[str, Any]
     bars = sum(len(t.x) for t in fig.data if t.type == "bar")
     rows = len(session.timeline) + (len(nvtx) if nvtx is not None else 0)
     span, busy = charts.busy_time(session.timeline)
-    return {"chart": _chart(fig, "chart-timeline"), "rows": f"{rows:,}", "bars": f"{bars:,}", "merged": bars < rows,
-            "span": fmt.time_ns(span), "busy": fmt.time_ns(busy),
-            "busy_share": fmt.share(busy / span if span else None)}
+    return {
+        "chart": _chart(fig, "chart-timeline"),
+        "rows": f"{rows:,}",
+        "bars": f"{bars:,}",
+        "merged": bars < rows,
+        "span": fmt.time_ns(span),
+        "busy": fmt.time_ns(busy),
+        "busy_share": fmt.share(busy / span if span else None),
+    }
 
 
-def context(diagnosis: Diagnosis, session: Session | None, options: RenderOptions) -> dict[str, Any]:
+def context(
+    diagnosis: Diagnosis, session: Session | None, options: RenderOptions
+) -> dict[str, Any]:
     """Everything the template shows, as display-ready values."""
     names = fmt.display_names(diagnosis)
     total = diagnosis.total_gpu_time_ns
-    carded = diagnosis.kernels[:max(options.cards, 0)]
+    carded = diagnosis.kernels[: max(options.cards, 0)]
     carded_ids = {k.id for k in carded}
-    table = diagnosis.kernels if options.table_rows is None else diagnosis.kernels[:options.table_rows]
+    table = (
+        diagnosis.kernels if options.table_rows is None else diagnosis.kernels[: options.table_rows]
+    )
     top = []
     for kernel, finding in diagnosis.top_findings(options.top_findings):
         item = _finding(finding, total, names)
@@ -202,44 +312,70 @@ def context(diagnosis: Diagnosis, session: Session | None, options: RenderOption
             item["where"], item["where_full"] = names[kernel.name], kernel.demangled or kernel.name
             item["where_kind"] = ""
         elif finding.range:
-            item["where"], item["where_full"], item["where_kind"] = finding.range, finding.range, "NVTX range"
+            item["where"], item["where_full"], item["where_kind"] = (
+                finding.range,
+                finding.range,
+                "NVTX range",
+            )
         else:
-            item["where"], item["where_full"] = item["kernel"] or "the program", finding.kernel or ""
+            item["where"], item["where_full"] = (
+                item["kernel"] or "the program",
+                finding.kernel or "",
+            )
             item["where_kind"] = "kernel" if finding.kernel else ""
         item["anchor"] = _anchor(kernel) if kernel and kernel.id in carded_ids else None
         top.append(item)
     roofline = charts.roofline(diagnosis, names, options.roofline_points)
-    off_roof = [k for k in diagnosis.kernels[:options.roofline_points]
-                if not (fmt.number(k.roofline.get("arithmetic_intensity")) or 0) > 0
-                or not (fmt.number(k.roofline.get("achieved_flops_per_s")) or 0) > 0]
+    off_roof = [
+        k
+        for k in diagnosis.kernels[: options.roofline_points]
+        if not (fmt.number(k.roofline.get("arithmetic_intensity")) or 0) > 0
+        or not (fmt.number(k.roofline.get("achieved_flops_per_s")) or 0) > 0
+    ]
     device = diagnosis.device or {}
     ceiling = diagnosis.meta.get("measured_dram_ceiling") or {}
     return {
-        "title": options.title, "version": __version__,
-        "device": {"name": device.get("name") or "unknown GPU", "cc": device.get("cc"),
-                   "sm_count": device.get("sm_count")},
+        "title": options.title,
+        "version": __version__,
+        "device": {
+            "name": device.get("name") or "unknown GPU",
+            "cc": device.get("cc"),
+            "sm_count": device.get("sm_count"),
+        },
         "meta": _meta_items(diagnosis),
-        "sources": [str(s.get("path", s)) if isinstance(s, dict) else str(s)
-                    for s in diagnosis.meta.get("sources", [])],
-        "ceiling": {"rate": fmt.rate(ceiling.get("bytes_per_s"), "B/s"),
-                    "kernel": names.get(str(ceiling.get("kernel")), str(ceiling.get("kernel") or ""))}
-        if ceiling else None,
-        "total": fmt.time_ns(total), "signatures": f"{len(diagnosis.kernels):,}",
+        "sources": [
+            str(s.get("path", s)) if isinstance(s, dict) else str(s)
+            for s in diagnosis.meta.get("sources", [])
+        ],
+        "ceiling": {
+            "rate": fmt.rate(ceiling.get("bytes_per_s"), "B/s"),
+            "kernel": names.get(str(ceiling.get("kernel")), str(ceiling.get("kernel") or "")),
+        }
+        if ceiling
+        else None,
+        "total": fmt.time_ns(total),
+        "signatures": f"{len(diagnosis.kernels):,}",
         "launches": f"{sum(k.launches for k in diagnosis.kernels):,}",
-        "top_findings": top, "verdict_chart": _chart(charts.verdict_shares(diagnosis), "chart-verdict-shares"),
+        "top_findings": top,
+        "verdict_chart": _chart(charts.verdict_shares(diagnosis), "chart-verdict-shares"),
         "rows": [_kernel_row(k, names, k.id in carded_ids) for k in table],
         "rows_left_out": len(diagnosis.kernels) - len(table),
-        "roofline": _chart(roofline, "chart-roofline"), "off_roof": len(off_roof),
+        "roofline": _chart(roofline, "chart-roofline"),
+        "off_roof": len(off_roof),
         "roofline_capped": max(len(diagnosis.kernels) - options.roofline_points, 0),
         "cards": [_card(k, i + 1, total, names) for i, k in enumerate(carded)],
         "left_out": _left_out(diagnosis, carded, options),
         "program_findings": [_finding(f, total, names) for f in diagnosis.program_findings],
         "timeline": _timeline(session, options),
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in diagnosis.skipped_rules],
-        "css": _asset("report.css"), "js": _asset("report.js"), "plotly_js": Markup(_plotly_js()),
+        "css": _asset("report.css"),
+        "js": _asset("report.js"),
+        "plotly_js": Markup(_plotly_js()),
     }
 
 
-def render_html(diagnosis: Diagnosis, session: Session | None = None, options: RenderOptions | None = None) -> str:
+def render_html(
+    diagnosis: Diagnosis, session: Session | None = None, options: RenderOptions | None = None
+) -> str:
     options = options or RenderOptions()
     return environment().get_template(TEMPLATE).render(**context(diagnosis, session, options))

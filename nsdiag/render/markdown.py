@@ -3,6 +3,7 @@
 Names from the profiled program are escaped for Markdown and for the HTML that Markdown allows,
 so a kernel named `<img src=x onerror=alert(1)>` or `a|b*c` prints as itself.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,7 +18,7 @@ def escape(text: object) -> str:
     """Plain text safe inside Markdown (tables included): HTML-escaped, punctuation backslashed."""
     value = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     value = _MD_SPECIAL.sub(r"\\\1", value)
-    return " ".join(value.split())     # newlines would end a table row
+    return " ".join(value.split())  # newlines would end a table row
 
 
 def _top_findings(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[str]:
@@ -26,21 +27,36 @@ def _top_findings(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[s
         return ["No rule fired: nothing in this profile points at an obvious fix.", ""]
     lines = ["| impact | saves | where | finding | fix |", "| ---: | ---: | --- | --- | --- |"]
     for kernel, f in pairs:
-        where = names.get(kernel.name, kernel.name) if kernel else (
-            f"NVTX {f.range}" if f.range else names.get(f.kernel, f.kernel) if f.kernel else "program")
-        lines.append(f"| {escape(fmt.share(f.impact))} | {fmt.saving(f, diagnosis.total_gpu_time_ns)} | {escape(where)} | "
-                     f"**{escape(f.title)}** ({escape(f.rule)}) | {escape(f.fix)} |")
+        where = (
+            names.get(kernel.name, kernel.name)
+            if kernel
+            else (
+                f"NVTX {f.range}"
+                if f.range
+                else names.get(f.kernel, f.kernel)
+                if f.kernel
+                else "program"
+            )
+        )
+        lines.append(
+            f"| {escape(fmt.share(f.impact))} | {fmt.saving(f, diagnosis.total_gpu_time_ns)} | {escape(where)} | "
+            f"**{escape(f.title)}** ({escape(f.rule)}) | {escape(f.fix)} |"
+        )
     return lines + [""]
 
 
 def _kernel_table(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[str]:
-    lines = ["| # | kernel | launches | total | share | verdict | limiter | % of roof | top finding |",
-             "| ---: | --- | ---: | ---: | ---: | --- | --- | ---: | --- |"]
+    lines = [
+        "| # | kernel | launches | total | share | verdict | limiter | % of roof | top finding |",
+        "| ---: | --- | ---: | ---: | ---: | --- | --- | ---: | --- |",
+    ]
     for k in diagnosis.kernels[:n]:
         top = f"{escape(k.findings[0].title)} ({escape(k.findings[0].rule)})" if k.findings else ""
-        lines.append(f"| {k.id + 1} | {escape(names[k.name])} | {k.launches:,} | {fmt.time_ns(k.duration_ns)} | "
-                     f"{escape(fmt.share(k.time_share))} | {escape(k.bound)} | {escape(k.limiter or fmt.MISSING)} | "
-                     f"{fmt.pct(k.roofline.get('pct_of_roof'), 0)} | {top} |")
+        lines.append(
+            f"| {k.id + 1} | {escape(names[k.name])} | {k.launches:,} | {fmt.time_ns(k.duration_ns)} | "
+            f"{escape(fmt.share(k.time_share))} | {escape(k.bound)} | {escape(k.limiter or fmt.MISSING)} | "
+            f"{fmt.pct(k.roofline.get('pct_of_roof'), 0)} | {top} |"
+        )
     rest = len(diagnosis.kernels) - n
     if rest > 0:
         lines += ["", f"{rest:,} more signatures are in the HTML or JSON report."]
@@ -53,8 +69,10 @@ def _program(diagnosis: Diagnosis) -> list[str]:
     lines = ["### Program findings", ""]
     for f in diagnosis.program_findings:
         where = f" in NVTX range {escape(f.range)}" if f.range else ""
-        lines.append(f"- **{escape(f.title)}** ({escape(f.rule)}, {escape(fmt.share(f.impact))}, "
-                     f"saves {fmt.saving(f, diagnosis.total_gpu_time_ns)}){where}: {escape(f.message)}")
+        lines.append(
+            f"- **{escape(f.title)}** ({escape(f.rule)}, {escape(fmt.share(f.impact))}, "
+            f"saves {fmt.saving(f, diagnosis.total_gpu_time_ns)}){where}: {escape(f.message)}"
+        )
         lines.append(f"  *Fix:* {escape(f.fix)}")
     return lines + [""]
 
@@ -64,15 +82,26 @@ def render_markdown(diagnosis: Diagnosis, options: RenderOptions | None = None) 
     names = fmt.display_names(diagnosis)
     device = diagnosis.device.get("name") or "unknown GPU"
     launches = sum(k.launches for k in diagnosis.kernels)
-    lines = [f"## nsdiag: {escape(device)}", "",
-             f"Total GPU time **{fmt.time_ns(diagnosis.total_gpu_time_ns)}** in {launches:,} kernel launches "
-             f"({len(diagnosis.kernels):,} signatures).", ""]
+    lines = [
+        f"## nsdiag: {escape(device)}",
+        "",
+        f"Total GPU time **{fmt.time_ns(diagnosis.total_gpu_time_ns)}** in {launches:,} kernel launches "
+        f"({len(diagnosis.kernels):,} signatures).",
+        "",
+    ]
     shares: dict[str, float] = {}
     for k in diagnosis.kernels:
         shares[k.bound] = shares.get(k.bound, 0.0) + (fmt.number(k.time_share) or 0.0)
     if shares:
-        lines += ["Time by verdict: " + ", ".join(f"{escape(b)} {escape(fmt.share(v))}" for b, v in
-                                                  sorted(shares.items(), key=lambda kv: -kv[1])) + ".", ""]
+        lines += [
+            "Time by verdict: "
+            + ", ".join(
+                f"{escape(b)} {escape(fmt.share(v))}"
+                for b, v in sorted(shares.items(), key=lambda kv: -kv[1])
+            )
+            + ".",
+            "",
+        ]
     lines += ["### Top findings", "", *_top_findings(diagnosis, names, options.top_findings)]
     if diagnosis.kernels:
         lines += ["### Kernels", "", *_kernel_table(diagnosis, names, options.md_kernels)]

@@ -1,10 +1,16 @@
 """A rule's documentation as plain text: the same source feeds the CLI, HTML and docs."""
+
 from __future__ import annotations
 
 from nsdiag.analysis.rulespec import RuleSpec
 
-_HEADINGS = {"detects": "What it detects", "why": "Why it is slow", "fix": "How to fix it",
-             "false_positives": "False positives", "references": "References"}
+_HEADINGS = {
+    "detects": "What it detects",
+    "why": "Why it is slow",
+    "fix": "How to fix it",
+    "false_positives": "False positives",
+    "references": "References",
+}
 
 
 def rule_text(rule: RuleSpec) -> str:

@@ -1,4 +1,5 @@
 """Terminal rendering of a Diagnosis (rich tables, returned as a string; the CLI prints it)."""
+
 from __future__ import annotations
 
 import io
@@ -27,42 +28,77 @@ def _kernel_block(console: Console, kernel: KernelDiagnosis, top: int, name: str
     header = Text.assemble(
         (name, "bold"),
         f"  {kernel.launches}x, {fmt.time_ns(kernel.duration_ns)} ({kernel.time_share * 100:.1f}% of GPU time)",
-        f"  [{kernel.bound}" + (f": {kernel.limiter}" if kernel.limiter else "") + f", {_pct(roof)} of roof]",
+        f"  [{kernel.bound}"
+        + (f": {kernel.limiter}" if kernel.limiter else "")
+        + f", {_pct(roof)} of roof]",
     )
     console.print(header)
-    console.print(Text(f"  {kernel.verdict}" + (f" ({kernel.verdict_note})" if kernel.verdict_note else "")))
+    console.print(
+        Text(f"  {kernel.verdict}" + (f" ({kernel.verdict_note})" if kernel.verdict_note else ""))
+    )
     for finding in kernel.findings[:top]:
-        console.print(Text.assemble(("  - ", ""), (f"{finding.rule} {finding.cause}", "yellow"),
-                                    f" (saves up to {finding.impact * 100:.1f}% of GPU time)"))
+        console.print(
+            Text.assemble(
+                ("  - ", ""),
+                (f"{finding.rule} {finding.cause}", "yellow"),
+                f" (saves up to {finding.impact * 100:.1f}% of GPU time)",
+            )
+        )
         console.print(Text(f"      {finding.message}"))
         console.print(Text(f"      evidence: {_evidence(finding)}", style="dim"))
         console.print(Text(f"      fix: {finding.fix}", style="green"))
     if kernel.ncu_rules:
         first = kernel.ncu_rules[0]
-        speedup = f" (est. {first['speedup_type'] or ''} speedup {first['speedup']:.0f}%)" if first.get("speedup") else ""
+        speedup = (
+            f" (est. {first['speedup_type'] or ''} speedup {first['speedup']:.0f}%)"
+            if first.get("speedup")
+            else ""
+        )
         console.print(Text(f"  ncu's own top rule: {first['rule']}{speedup}", style="dim"))
 
 
 def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
     """Ranked summary: program findings first when they are worth more, then kernels by time."""
     buffer = io.StringIO()
-    console = Console(file=buffer, width=WIDTH, force_terminal=False, color_system=None, highlight=False)
+    console = Console(
+        file=buffer, width=WIDTH, force_terminal=False, color_system=None, highlight=False
+    )
     device = diagnosis.device
-    kernels_text = (f"{len(diagnosis.kernels)} kernel signatures, {fmt.time_ns(diagnosis.total_gpu_time_ns)} of profiled GPU time"
-                    if diagnosis.kernels else "no Nsight Compute kernel metrics (timeline only)")
-    console.print(Text(f"nsdiag: {device.get('name', 'unknown device')} (cc {device.get('cc', '?')}, "
-                       f"{device.get('sm_count', '?')} SMs), {kernels_text}", style="bold"))
+    kernels_text = (
+        f"{len(diagnosis.kernels)} kernel signatures, {fmt.time_ns(diagnosis.total_gpu_time_ns)} of profiled GPU time"
+        if diagnosis.kernels
+        else "no Nsight Compute kernel metrics (timeline only)"
+    )
+    console.print(
+        Text(
+            f"nsdiag: {device.get('name', 'unknown device')} (cc {device.get('cc', '?')}, "
+            f"{device.get('sm_count', '?')} SMs), {kernels_text}",
+            style="bold",
+        )
+    )
     tools = diagnosis.meta.get("tools")
     if tools:
-        console.print(Text("tools: " + ", ".join(f"{name} {version}" for name, version in tools.items()), style="dim"))
+        console.print(
+            Text(
+                "tools: " + ", ".join(f"{name} {version}" for name, version in tools.items()),
+                style="dim",
+            )
+        )
     timeline = diagnosis.meta.get("timeline")
     if timeline:
         counts = ", ".join(f"{n} {kind}s" for kind, n in timeline["activities"].items())
-        console.print(Text(f"timeline: {counts} over {fmt.time_ns(timeline['span_ns'])}", style="dim"))
+        console.print(
+            Text(f"timeline: {counts} over {fmt.time_ns(timeline['span_ns'])}", style="dim")
+        )
     ceiling = diagnosis.meta.get("measured_dram_ceiling")
     if ceiling:
-        console.print(Text(f"measured DRAM ceiling: {ceiling['bytes_per_s'] / 1e12:.2f} TB/s "
-                           f"({short_name(ceiling['kernel'])})", style="dim"))
+        console.print(
+            Text(
+                f"measured DRAM ceiling: {ceiling['bytes_per_s'] / 1e12:.2f} TB/s "
+                f"({short_name(ceiling['kernel'])})",
+                style="dim",
+            )
+        )
     ranked = diagnosis.top_findings(5)
     if ranked:
         table = Table(title="Worth the most time", show_lines=False, expand=True)
@@ -70,14 +106,25 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
             table.add_column(column, overflow="fold")
         for kernel, finding in ranked:
             where = short_name(kernel.name) if kernel else (finding.range or "program")
-            table.add_row(f"{finding.impact * 100:.1f}%", where, f"{finding.rule} {finding.cause}", finding.title)
+            table.add_row(
+                f"{finding.impact * 100:.1f}%",
+                where,
+                f"{finding.rule} {finding.cause}",
+                finding.title,
+            )
         console.print(table)
     if diagnosis.program_findings:
         console.print(Text("Program findings", style="bold underline"))
-        for finding in diagnosis.program_findings[:top * 2]:
+        for finding in diagnosis.program_findings[: top * 2]:
             where = f" [{finding.range}]" if finding.range else ""
-            console.print(Text.assemble(("- ", ""), (f"{finding.rule} {finding.cause}", "yellow"), where,
-                                        f" (saves up to {finding.impact * 100:.1f}%)"))
+            console.print(
+                Text.assemble(
+                    ("- ", ""),
+                    (f"{finding.rule} {finding.cause}", "yellow"),
+                    where,
+                    f" (saves up to {finding.impact * 100:.1f}%)",
+                )
+            )
             console.print(Text(f"    {finding.message}"))
             console.print(Text(f"    fix: {finding.fix}", style="green"))
     if diagnosis.kernels:
@@ -87,7 +134,12 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
         _kernel_block(console, kernel, top, names.get(kernel.name, short_name(kernel.name)))
     hidden = len(diagnosis.kernels) - kernels
     if hidden > 0:
-        console.print(Text(f"... {hidden} more kernel signatures (use --top-kernels or --json to see all)", style="dim"))
+        console.print(
+            Text(
+                f"... {hidden} more kernel signatures (use --top-kernels or --json to see all)",
+                style="dim",
+            )
+        )
     if diagnosis.skipped_rules:
         reasons = "; ".join(f"{s.rule}: {s.reason}" for s in diagnosis.skipped_rules[:6])
         console.print(Text(f"skipped rules: {reasons}", style="dim"))

@@ -110,7 +110,11 @@ def make_tensor_core_cases():
         return a16 @ b16
 
     return [
-        ("tc_unused_fp32_sgemm", fp32, "fp32 matmul %d^3, TF32 off (FFMA SGEMM, no tensor cores)" % n),
+        (
+            "tc_unused_fp32_sgemm",
+            fp32,
+            "fp32 matmul %d^3, TF32 off (FFMA SGEMM, no tensor cores)" % n,
+        ),
         ("tc_used_bf16_gemm", bf16, "bf16 matmul %d^3 (tensor-core GEMM)" % n),
     ]
 
@@ -167,16 +171,27 @@ def make_layout_cases():
     net_cl.to(memory_format=torch.channels_last)
 
     w = lambda net: fmt(net.convs[0].weight)
-    log("layout-conversion: input %s fp16; weights: mixed=%s, channels_last=%s, nchw=%s"
-        % (tuple(x_nchw.shape), w(net_mixed), w(net_cl), w(net_nchw)))
+    log(
+        "layout-conversion: input %s fp16; weights: mixed=%s, channels_last=%s, nchw=%s"
+        % (tuple(x_nchw.shape), w(net_mixed), w(net_cl), w(net_nchw))
+    )
 
     return [
-        ("layout_mixed", lambda: net_mixed(x_nchw),
-         "input NCHW, weights channels_last, NCHW forced between layers (conversion copies)"),
-        ("layout_channels_last", lambda: net_cl(x_cl),
-         "input and weights channels_last (no conversions)"),
-        ("layout_nchw", lambda: net_nchw(x_nchw),
-         "input and weights NCHW (reference; cuDNN may transpose internally)"),
+        (
+            "layout_mixed",
+            lambda: net_mixed(x_nchw),
+            "input NCHW, weights channels_last, NCHW forced between layers (conversion copies)",
+        ),
+        (
+            "layout_channels_last",
+            lambda: net_cl(x_cl),
+            "input and weights channels_last (no conversions)",
+        ),
+        (
+            "layout_nchw",
+            lambda: net_nchw(x_nchw),
+            "input and weights NCHW (reference; cuDNN may transpose internally)",
+        ),
     ]
 
 
@@ -192,9 +207,15 @@ def main(argv):
         print("CUDA is not available", file=sys.stderr)
         return 1
 
-    log("torch %s, CUDA %s, cuDNN %s, device %s"
-        % (torch.__version__, torch.version.cuda, torch.backends.cudnn.version(),
-           torch.cuda.get_device_name()))
+    log(
+        "torch %s, CUDA %s, cuDNN %s, device %s"
+        % (
+            torch.__version__,
+            torch.version.cuda,
+            torch.backends.cudnn.version(),
+            torch.cuda.get_device_name(),
+        )
+    )
 
     variants = []
     if "tensor-core-unused" in wanted:
@@ -219,17 +240,24 @@ def main(argv):
         profiler_stop()
 
     for name, desc, out, ms in results:
-        log("ran %-22s %-80s out %s %s %s, %.3f ms (event time, inflated under ncu)"
-            % (name, desc, tuple(out.shape), str(out.dtype).replace("torch.", ""), fmt(out), ms))
+        log(
+            "ran %-22s %-80s out %s %s %s, %.3f ms (event time, inflated under ncu)"
+            % (name, desc, tuple(out.shape), str(out.dtype).replace("torch.", ""), fmt(out), ms)
+        )
     # Sanity: the layout variants compute the same thing.
     outs = {name: out for name, _d, out, _ms in results}
     if "layout_mixed" in outs and "layout_channels_last" in outs:
-        diff = (outs["layout_mixed"].float() - outs["layout_channels_last"].float()).abs().max().item()
+        diff = (
+            (outs["layout_mixed"].float() - outs["layout_channels_last"].float()).abs().max().item()
+        )
         log("layout check: max |mixed - channels_last| = %.4g" % diff)
     if "tc_unused_fp32_sgemm" in outs and "tc_used_bf16_gemm" in outs:
         ref = outs["tc_unused_fp32_sgemm"]
         rel = ((outs["tc_used_bf16_gemm"].float() - ref).norm() / ref.norm()).item()
-        log("gemm check: relative error of bf16 vs fp32 = %.3g (bf16 input rounding: ~1e-3..1e-2 expected)" % rel)
+        log(
+            "gemm check: relative error of bf16 vs fp32 = %.3g (bf16 input rounding: ~1e-3..1e-2 expected)"
+            % rel
+        )
     log("pytorch_cases: done (%d variants, %s)" % (len(results), time.strftime("%H:%M:%S")))
     return 0
 

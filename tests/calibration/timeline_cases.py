@@ -51,7 +51,7 @@ def wall(fn):
 def tiny_burst():
     x = torch.zeros(ELEMS, device="cuda")
     y = torch.zeros(N_TINY, ELEMS, device="cuda")
-    for _ in range(20):            # warm-up: kernel load, allocator
+    for _ in range(20):  # warm-up: kernel load, allocator
         x.add_(1)
         y.add_(1)
     torch.cuda.synchronize()
@@ -73,14 +73,16 @@ def tiny_burst():
     t_burst = wall(burst)
     t_batch = wall(batched)
     ok = float(x[0].item()) == N_TINY and float(y.sum().item()) == N_TINY * ELEMS
-    print("tiny-burst: tiny_burst %d launches x %d elems: %.2f ms; batched 1 launch %dx%d: %.3f ms; %s"
-          % (N_TINY, ELEMS, t_burst, N_TINY, ELEMS, t_batch, "values OK" if ok else "VALUES WRONG"),
-          flush=True)
+    print(
+        "tiny-burst: tiny_burst %d launches x %d elems: %.2f ms; batched 1 launch %dx%d: %.3f ms; %s"
+        % (N_TINY, ELEMS, t_burst, N_TINY, ELEMS, t_batch, "values OK" if ok else "VALUES WRONG"),
+        flush=True,
+    )
 
 
 def sync_heavy():
     x = torch.zeros(ELEMS, device="cuda")
-    for _ in range(20):            # warm-up
+    for _ in range(20):  # warm-up
         x.mul_(0.5).add_(1)
     torch.cuda.synchronize()
     x.zero_()
@@ -90,19 +92,22 @@ def sync_heavy():
         with nvtx_range("sync_every_op"):
             for _ in range(N_SYNC):
                 x.add_(1)
-                torch.cuda.synchronize()   # CPU waits for the GPU after every op
+                torch.cuda.synchronize()  # CPU waits for the GPU after every op
 
     def once():
         with nvtx_range("sync_once"):
             for _ in range(N_SYNC):
                 x.add_(1)
-            torch.cuda.synchronize()       # one wait at the end
+            torch.cuda.synchronize()  # one wait at the end
 
     t_every = wall(every_op)
     t_once = wall(once)
     ok = float(x[0].item()) == 2 * N_SYNC
-    print("sync-heavy: sync_every_op %d ops: %.2f ms; sync_once %d ops: %.2f ms; %s"
-          % (N_SYNC, t_every, N_SYNC, t_once, "values OK" if ok else "VALUES WRONG"), flush=True)
+    print(
+        "sync-heavy: sync_every_op %d ops: %.2f ms; sync_once %d ops: %.2f ms; %s"
+        % (N_SYNC, t_every, N_SYNC, t_once, "values OK" if ok else "VALUES WRONG"),
+        flush=True,
+    )
 
 
 def main(argv):

@@ -1,4 +1,5 @@
 """Five identical elementwise launches inside cudaProfilerStart/Stop (tools/probes/probe_sections.sh)."""
+
 import torch
 
 x = torch.ones(1 << 22, device="cuda")
