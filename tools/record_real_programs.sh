@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Record the realistic programs of benchmarks/programs on the H200 (repository root, .devdeps
+# carried; see tests/data/README.md for what each recording is). Two parts, one device call each:
+#   tools/record_real_programs.sh A   GEMM calibration pair (timings, ncu --set full), the LM
+#                                     training step profiled with the full set, and nsys timelines
+#                                     of every program's fixed variant (plain timings of step_range)
+#   tools/record_real_programs.sh B   `nsdiag profile` of every program as written, and of the
+#                                     channels_last CNN with the full set
+# Steps run in order within a time budget; each step's files are packed into $OUT as it ends, so
+# a call cut short still returns what was done.
+set -u
+PART=${1:?part A or B}
+OUT=${OUT:?set by the device tool}
+BUDGET=${BUDGET:-560}
+export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+mkdir -p /tmp/dw && for f in .devdeps/*.deb; do dpkg -x "$f" /tmp/dw; done
+export LD_LIBRARY_PATH=/tmp/dw/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+NSYS=/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys
+R=/tmp/rec-$PART; mkdir -p "$R"
+T0=$(date +%s)
+P=benchmarks/programs
+
+pack() {  # sessions and logs without the big binary reports, in parts of at most 15 MB
+  rm -f "$OUT"/rec-"$PART".tgz.part-*
+  tar czf - -C "$R" --exclude='*.ncu-rep' --exclude='*.nsys-rep' --exclude='*.qdstrm' . |
+    split -b 15M - "$OUT/rec-$PART.tgz.part-"
+}
+
+step() {  # step NAME MIN_SECONDS_LEFT TIMEOUT CMD...: run if the budget allows, log, pack
+  local name=$1 need=$2 limit=$3; shift 3
+  local left=$((BUDGET - ($(date +%s) - T0)))
+  if [ "$left" -lt "$need" ]; then echo "SKIP $name ($left s left)"; return; fi
+  local t=$(date +%s)
+  timeout "$limit" bash -c '"$@"' _ "$@" > "$R/$name.log" 2>&1
+  local rc=$?
+  echo "$name: rc=$rc $(( $(date +%s) - t ))s | $(grep -h NSDIAG_RESULT "$R/$name.log" | cut -c1-160)"
+  pack
+}
+
+timeline() {  # timeline NAME ARGS...: phase-1 nsys flags, whole run, then the SQLite export
+  local name=$1; shift
+  "$NSYS" profile -t cuda,nvtx,osrt --cpuctxsw none -s none --cuda-graph-trace node -f true \
+    -o "$R/$name" python3 "$@" && "$NSYS" export --type sqlite -f true -o "$R/$name.sqlite" "$R/$name.nsys-rep"
+}
+
+ncu_full_once() {  # the GEMM calibration pair: every GEMM launch of the profiled region, full set
+  ncu --set full --clock-control none --import-source no --profile-from-start off --nvtx -f \
+    -o "$R/gemm_shapes" python3 $P/gemm_shapes.py --profile-once --reps 3 &&
+  ncu -i "$R/gemm_shapes.ncu-rep" --csv --page raw --print-units base | gzip > "$R/gemm_shapes.raw.csv.gz" &&
+  ncu -i "$R/gemm_shapes.ncu-rep" --csv --page details --print-details all --print-units base \
+    | gzip > "$R/gemm_shapes.details.csv.gz"
+}
+
+export R NSYS P
+export -f timeline ncu_full_once
+echo "== $(nvidia-smi -L) | $(python3 -c 'import torch; print(torch.__version__)') | $(ncu --version | tail -1)"
+case $PART in
+  A)
+    step gemm_timing 60 120 python3 $P/gemm_shapes.py
+    step gemm_ncu 120 180 ncu_full_once
+    step lm_train_full 200 300 python3 -m nsdiag profile --sections full --coverage 0.8 \
+      -o "$R/lm_train_full" $P/lm_train.py --iters 3
+    step tl_train_loader_fixed 60 120 timeline train_loader_fixed $P/train_loader.py --workers 8 --pin-memory
+    step tl_infer_cnn_fixed 50 120 timeline infer_cnn_fixed $P/infer_cnn.py --channels-last
+    step tl_step_range_fixed 40 90 timeline step_range_fixed $P/step_range.py --cuda-graph
+    step tl_elementwise_fixed 60 150 timeline elementwise_fixed $P/elementwise.py --compile
+    step tl_lm_train_fixed 50 120 timeline lm_train_fixed $P/lm_train.py --pad-vocab
+    step plain_step_range 20 60 python3 $P/step_range.py
+    step plain_step_range_fixed 20 60 python3 $P/step_range.py --cuda-graph
+    step plain_lm_train 30 90 python3 $P/lm_train.py
+    step plain_lm_train_fixed 30 90 python3 $P/lm_train.py --pad-vocab
+    ;;
+  B)
+    step prof_elementwise 90 200 python3 -m nsdiag profile -o "$R/elementwise" $P/elementwise.py
+    step prof_infer_cnn 90 200 python3 -m nsdiag profile -o "$R/infer_cnn" $P/infer_cnn.py
+    step prof_step_range 90 200 python3 -m nsdiag profile -o "$R/step_range" $P/step_range.py
+    step prof_train_loader 100 220 python3 -m nsdiag profile -o "$R/train_loader" $P/train_loader.py
+    step prof_infer_cl_full 100 240 python3 -m nsdiag profile --sections full --coverage 0.8 \
+      -o "$R/infer_cnn_cl_full" $P/infer_cnn.py --channels-last --iters 5
+    step plain_elementwise 20 60 python3 $P/elementwise.py
+    step plain_infer 20 60 python3 $P/infer_cnn.py
+    step plain_infer_fixed 20 60 python3 $P/infer_cnn.py --channels-last
+    ;;
+esac
+ls -la "$OUT"; echo "total $(( $(date +%s) - T0 ))s"
