@@ -23,6 +23,7 @@ from nsdiag.collect import argv as cmd
 from nsdiag.collect import doctor, metric_set, plan, runner, session_dir, tools
 from nsdiag.collect.profile import ProfileOptions, profile, resolve_program
 from nsdiag.errors import InputError, MissingDependencyError, ProfilerError
+from nsdiag.model import names
 from tests.conftest import DATA
 
 SECTIONS = [
@@ -498,24 +499,24 @@ def test_nvtx_window_filter() -> None:
 
 def test_function_names_match_ncu_and_nsys_spelling() -> None:
     lambda_kernel = "void at::native::<unnamed>::k<float, (int)4, void x<y>(int)::[lambda(int) (instance 1)]>(long, T3)"
-    assert plan.function_name(lambda_kernel) == "k"
+    assert names.function_name(lambda_kernel) == "k"
     assert (
-        plan.function_name("nsdiag::float4_kernel(const float4 *, float4 *, long)")
+        names.function_name("nsdiag::float4_kernel(const float4 *, float4 *, long)")
         == "float4_kernel"
     )
     assert (
-        plan.function_name(
+        names.function_name(
             "void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(T1::Params)"
         )
         == "Kernel2"
     )
-    assert plan.function_name("triton_poi_fused_div_sub_0") == "triton_poi_fused_div_sub_0"
+    assert names.function_name("triton_poi_fused_div_sub_0") == "triton_poi_fused_div_sub_0"
     nsys = (
         "void at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>, "
         "std::array<char *, (unsigned long)1>>(int, T2, T3)"
     )
     ncu = "void vectorized_elementwise_kernel<4, FillFunctor<float>, array<char *, 1>>(int, T2, T3)"
-    assert plan.normalized(nsys) == plan.normalized(ncu)
+    assert names.normalized(nsys) == names.normalized(ncu)
 
 
 def test_plan_from_a_recorded_nsys_timeline() -> None:

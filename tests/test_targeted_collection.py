@@ -17,6 +17,7 @@ from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
 from nsdiag.collect import metric_set, plan, session_dir
 from nsdiag.collect.profile import timeline_weights
+from nsdiag.model import names
 from nsdiag.model.catalogue import CATALOGUE
 from nsdiag.readers.merge import merge_sessions
 from tests.conftest import DATA
@@ -146,7 +147,7 @@ def test_duration_groups_split_at_large_gaps_only() -> None:
 
 def verdicts(diagnosis: Diagnosis) -> dict[tuple[str, str, str], tuple[str, str]]:
     return {
-        (plan.normalized(k.name), str(k.grid), str(k.block)): (k.bound, k.limiter)
+        (names.normalized(k.name), str(k.grid), str(k.block)): (k.bound, k.limiter)
         for k in diagnosis.kernels
     }
 
@@ -219,7 +220,7 @@ def test_variant_aware_plan_agrees_with_the_full_set(
     )  # the second run repeats first launches of its configurations
     rows = full.kernels.reset_index(drop=True)
     assert [
-        (plan.function_name(n), g, b) for n, g, b in zip(rows["name"], rows["grid"], rows["block"])
+        (names.function_name(n), g, b) for n, g, b in zip(rows["name"], rows["grid"], rows["block"])
     ] == [
         (f, g, b) for f, g, b in zip(launches["function"], launches["grid"], launches["block"])
     ]  # same order
@@ -271,8 +272,8 @@ def test_eight_layer_session_against_its_full_set_differs_only_in_close_calls() 
         ]
     )
     assert len(targeted.kernels) == 92 and len(full.kernels) == 537
-    mine = {(plan.normalized(k.name), k.grid, k.block): k for k in diagnose(targeted).kernels}
-    theirs = {(plan.normalized(k.name), k.grid, k.block): k for k in diagnose(full).kernels}
+    mine = {(names.normalized(k.name), k.grid, k.block): k for k in diagnose(targeted).kernels}
+    theirs = {(names.normalized(k.name), k.grid, k.block): k for k in diagnose(full).kernels}
     assert len(mine) == 53 and set(mine) <= set(theirs)
     assert all(k.bound == theirs[key].bound for key, k in mine.items())
     differ = {key: (k, theirs[key]) for key, k in mine.items() if k.limiter != theirs[key].limiter}

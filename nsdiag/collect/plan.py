@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from nsdiag.model.names import function_name
+
 # Verified on the H200 with ncu 2025.3.1 (tools/probes/probe_ncu_filters.sh): per-launch-config
 # counts launches per (kernel name in the chosen name base, launch configuration), and launches
 # made before cudaProfilerStart are not counted under --profile-from-start off.
@@ -33,51 +35,6 @@ SECONDS_PER_LAUNCH = {"full": 2.2, "sections": 1.9, "rules": 0.5, "duration": 0.
 # Launches of one signature more than this far apart in duration did different work (cuBLAS and
 # nvjet reuse a GEMM kernel and grid for different K): each group gets its own profiled launch.
 VARIANT_RATIO = 1.5
-
-_CAST = re.compile(
-    r"\((?:unsigned |signed )?(?:int|long|long long|short|char|bool|unsigned)\)(?=-?\w)"
-)
-_QUALIFIER = re.compile(r"(?:[A-Za-z_]\w*|<unnamed>|\(anonymous namespace\))::")
-
-
-def function_name(name: str) -> str:
-    """The bare function name of a demangled kernel name, as ncu's `function` name base and nsys's
-    short name have it: 'void at::native::f<4, g<float>>(int, T2)' -> 'f'."""
-    text = name.strip()
-    for opener, closer in (("(", ")"), ("<", ">")):  # parameters, then template arguments
-        if text.endswith(closer):
-            start = _matching_open(text, opener, closer)
-            if start > 0:
-                text = text[:start]
-    depth, cut = 0, 0
-    for i, ch in enumerate(text):  # the last '::' or space outside brackets
-        if ch in "<([":
-            depth += 1
-        elif ch in ">)]":
-            depth -= 1
-        elif depth == 0 and (ch == " " or (ch == ":" and text[i - 1 : i] == ":")):
-            cut = i + 1
-    return text[cut:] or name
-
-
-def _matching_open(text: str, opener: str, closer: str) -> int:
-    depth = 0
-    for i in range(len(text) - 1, -1, -1):
-        if text[i] == closer:
-            depth += 1
-        elif text[i] == opener:
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
-def normalized(name: str) -> str:
-    """A demangled name with the spelling differences between nsys and ncu removed (namespace
-    qualifiers, casts on template integers, spaces), to match a profiled kernel to its signature."""
-    text = _CAST.sub("", str(name))
-    text = _QUALIFIER.sub("", text)
-    return re.sub(r"\s+", "", text)
 
 
 @dataclass(frozen=True)

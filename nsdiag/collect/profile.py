@@ -27,15 +27,14 @@ from nsdiag.collect.plan import (
     PlanSettings,
     Round,
     Signature,
-    function_name,
     in_nvtx_range,
     kernel_launches,
-    normalized,
     plan_launches,
     signatures,
 )
 from nsdiag.collect.plan import describe as describe_plan
 from nsdiag.errors import InputError, NsdiagError, ProfilerError
+from nsdiag.model.names import function_name, normalized
 from nsdiag.model.session import Session
 
 
