@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import os
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 
 import nsdiag
 from nsdiag.errors import InputError, MissingDependencyError
+from nsdiag.readers import load as read_inputs
 
 # CSV exports print two decimals; the .ncu-rep holds full precision.
 ABS_TOL, REL_TOL = 0.0051, 1e-4
@@ -230,3 +232,30 @@ def test_truncated_gzip_and_missing_files(tmp_path: Path) -> None:
         nsdiag.load(tmp_path / "nope.csv")
     with pytest.raises(InputError, match="unknown input type"):
         nsdiag.load(_write(tmp_path, "x", "report.bin"))
+
+
+def test_nsys_rep_is_read_through_an_export_readers_never_run(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """Readers start no process: a `.nsys-rep` reads through the fresh export beside it, or the
+    export function passed in (nsdiag.load passes collect's); without either, a clear error."""
+    report = tmp_path / "run.nsys-rep"
+    report.write_bytes(b"report")
+    with pytest.raises(InputError, match="no SQLite export next to it") as info:
+        read_inputs(report)
+    assert "nsdiag.load" in info.value.hint and "nsys export --type sqlite" in info.value.hint
+    recorded = gzip.decompress((data_dir / "nsys" / "sync_heavy.sqlite.gz").read_bytes())
+
+    def export(rep: Path, output: Path) -> Path:
+        assert rep == report and output.parent != tmp_path  # a temporary folder
+        output.write_bytes(recorded)
+        return output
+
+    exported = read_inputs(report, export_nsys_rep=export)
+    assert exported.meta["sources"] == [{"path": str(report), "format": "nsys-rep"}]
+    sibling = tmp_path / "run.sqlite"
+    sibling.write_bytes(recorded)
+    assert len(read_inputs(report).timeline) == len(exported.timeline)  # fresh: read as it is
+    os.utime(sibling, (0, 0))  # older than the report: not used
+    with pytest.raises(InputError, match="no SQLite export next to it"):
+        read_inputs(report)
