@@ -20,7 +20,18 @@ import nsdiag
 from nsdiag.cli_profile import doctor as doctor_command
 from nsdiag.cli_profile import profile as profile_command
 from nsdiag.collect import argv as cmd
-from nsdiag.collect import doctor, metric_set, plan, runner, session_dir, tools
+from nsdiag.collect import (
+    doctor,
+    metric_set,
+    nvtx_filter,
+    plan,
+    rounds,
+    runner,
+    selection,
+    session_dir,
+    signatures,
+    tools,
+)
 from nsdiag.collect.profile import ProfileOptions, profile, resolve_program
 from nsdiag.errors import InputError, MissingDependencyError, ProfilerError
 from nsdiag.model import names
@@ -360,7 +371,7 @@ STEP = timeline(
 
 
 def test_signatures_rank_by_total_time() -> None:
-    sigs = plan.signatures(plan.kernel_launches(STEP))
+    sigs = signatures.signatures(signatures.kernel_launches(STEP))
     assert [(s.name, s.grid, s.launches, s.total_ns) for s in sigs] == [
         ("void ew<Mul>(int)", G1, 2, 600.0),
         ("void gemm<1>(float)", G1, 1, 500.0),
@@ -386,13 +397,13 @@ def test_signatures_rank_by_total_time() -> None:
     ],
 )
 def test_choose(coverage: float, max_kernels: int, regex: str | None, expected: list[str]) -> None:
-    sigs = plan.signatures(plan.kernel_launches(STEP))
-    assert [s.name for s in plan.choose(sigs, coverage, max_kernels, regex)] == expected
+    sigs = signatures.signatures(signatures.kernel_launches(STEP))
+    assert [s.name for s in selection.choose(sigs, coverage, max_kernels, regex)] == expected
 
 
 def test_plan_covers_a_template_variant_behind_another() -> None:
     # ew<Mul> is the second launch of (ew, G1, B): one run counting 2 launches per shape reaches it.
-    settings = plan.PlanSettings(coverage=0.9, program_s=5.0, seconds_per_launch=1.0)
+    settings = rounds.PlanSettings(coverage=0.9, program_s=5.0, seconds_per_launch=1.0)
     p = plan.make_plan(
         STEP, settings, argv_for=lambda i, r, base: ["ncu", base, str(i), str(r.launch_count)]
     )
@@ -407,7 +418,7 @@ def test_plan_covers_a_template_variant_behind_another() -> None:
     assert p.uncovered == () and p.launches == 5 and p.total_launches == 6
     assert (
         p.estimated_s == 5.0 + 5 * 1.0
-        and p.full_estimated_s == 5.0 + 6 * plan.SECONDS_PER_LAUNCH["full"]
+        and p.full_estimated_s == 5.0 + 6 * rounds.SECONDS_PER_LAUNCH["full"]
     )
     # counting 2 per shape also reaches ew<Fill> and the second gemm shape: every signature
     assert p.planned_share == 1.0 and len(p.rounds[0].profiled) == 5
@@ -417,9 +428,9 @@ def test_plan_covers_a_template_variant_behind_another() -> None:
 def test_plan_shared_shape_across_functions_depends_on_the_key() -> None:
     # a: f@G1 then g@G1; both wanted. If ncu's key has no name, g waits behind f.
     t = timeline([("f()", "f", G1, B, 100.0), ("g()", "g", G1, B, 100.0)])
-    without = plan.make_plan(t, plan.PlanSettings(coverage=1.0, key_has_name=False))
+    without = plan.make_plan(t, rounds.PlanSettings(coverage=1.0, key_has_name=False))
     assert [(r.names, r.launch_count) for r in without.rounds] == [(("f", "g"), 2)]
-    with_name = plan.make_plan(t, plan.PlanSettings(coverage=1.0, key_has_name=True))
+    with_name = plan.make_plan(t, rounds.PlanSettings(coverage=1.0, key_has_name=True))
     assert [(r.names, r.launch_count, r.launches) for r in with_name.rounds] == [(("f", "g"), 1, 2)]
 
 
@@ -436,7 +447,7 @@ def test_plan_with_mangled_names_needs_one_run() -> None:
     )
     p = plan.make_plan(
         t,
-        plan.PlanSettings(coverage=0.99),
+        rounds.PlanSettings(coverage=0.99),
         argv_for=lambda i, r, base: cmd.ncu_targeted(
             "ncu",
             f"t-{i}",
@@ -458,7 +469,9 @@ def test_plan_with_mangled_names_needs_one_run() -> None:
 
 def test_plan_without_mangled_names_cannot_reach_a_deep_variant() -> None:
     # bare function names: v7 is the 8th launch of (ew, G1), beyond max_launch_count.
-    p = plan.make_plan(timeline(DEEP_VARIANT), plan.PlanSettings(coverage=0.99, max_launch_count=4))
+    p = plan.make_plan(
+        timeline(DEEP_VARIANT), rounds.PlanSettings(coverage=0.99, max_launch_count=4)
+    )
     assert p.name_base == "function" and [r.names for r in p.rounds] == [("big",)]
     assert [s.name for s in p.uncovered] == ["void ew<v7>()"] and "shadowed" in p.notes[0]
 
@@ -468,7 +481,7 @@ def test_plan_leaves_unreachable_names_out_of_the_filter() -> None:
     # reaches it, and the run for big does not filter on ew (it would only profile other variants).
     p = plan.make_plan(
         timeline(DEEP_VARIANT),
-        plan.PlanSettings(coverage=0.99, max_launch_count=4, max_rounds=3, key_has_name=False),
+        rounds.PlanSettings(coverage=0.99, max_launch_count=4, max_rounds=3, key_has_name=False),
     )
     assert [s.name for s in p.signatures] == ["void big()", "void ew<v7>()"]
     assert p.rounds[0].names == ("big",) and p.rounds[0].launch_count == 1 and p.launches == 1
@@ -477,7 +490,7 @@ def test_plan_leaves_unreachable_names_out_of_the_filter() -> None:
 
 
 def test_plan_last_run_still_prefers_coverage() -> None:
-    settings = plan.PlanSettings(coverage=0.9, max_rounds=1, program_s=5.0)
+    settings = rounds.PlanSettings(coverage=0.9, max_rounds=1, program_s=5.0)
     p = plan.make_plan(STEP, settings)
     assert len(p.rounds) == 1 and p.rounds[0].launch_count == 2 and p.uncovered == ()
 
@@ -492,9 +505,9 @@ def test_nvtx_window_filter() -> None:
             "thread_id": [7, 7],
         }
     )
-    kept = plan.in_nvtx_range(t, ranges, "dom@step/")
+    kept = nvtx_filter.in_nvtx_range(t, ranges, "dom@step/")
     assert kept["api_start_ns"].tolist() == [2000, 3000]
-    assert plan.in_nvtx_range(t, ranges, "missing").empty
+    assert nvtx_filter.in_nvtx_range(t, ranges, "missing").empty
 
 
 def test_function_names_match_ncu_and_nsys_spelling() -> None:
@@ -521,7 +534,7 @@ def test_function_names_match_ncu_and_nsys_spelling() -> None:
 
 def test_plan_from_a_recorded_nsys_timeline() -> None:
     session = nsdiag.load(DATA / "nsys/pipeline.sqlite.gz")
-    p = plan.make_plan(session.timeline, plan.PlanSettings(coverage=0.9))
+    p = plan.make_plan(session.timeline, rounds.PlanSettings(coverage=0.9))
     assert {s.function for s in p.signatures} == {
         "float4_kernel",
         "distribution_elementwise_grid_stride_kernel",
@@ -539,7 +552,7 @@ def test_timeline_weights_give_profiled_launches_their_real_share() -> None:
             "block": [B, "(256, 1, 1)", B],
         }
     )
-    out = timeline_weights(kernels, plan.kernel_launches(STEP))
+    out = timeline_weights(kernels, signatures.kernel_launches(STEP))
     assert out["timeline_launches"].tolist()[:2] == [2, 1] and out["timeline_total_ns"].tolist()[
         :2
     ] == [600.0, 40.0]
@@ -1345,7 +1358,7 @@ def test_duration_groups_are_planned_matched_and_weighted() -> None:
 
     # one GEMM kernel and grid doing two amounts of work (10 ns and 30 ns launches, alternating)
     t = timeline([("void gemm<1>(float)", "gemm", G1, B, d) for d in (10.0, 30.0, 10.0, 30.0)])
-    p = plan.make_plan(t, plan.PlanSettings(coverage=1.0))
+    p = plan.make_plan(t, rounds.PlanSettings(coverage=1.0))
     # the 30 ns group is chosen; the 10 ns group's first launch comes along (first of its configuration)
     assert [(s.variant, s.variants, s.launches, s.total_ns) for s in p.signatures] == [
         (1, 2, 2, 60.0)
@@ -1353,7 +1366,7 @@ def test_duration_groups_are_planned_matched_and_weighted() -> None:
     # the 30 ns group's first launch is the second of the configuration: counting 2 reaches it
     assert [(r.launch_count, r.launches, len(r.profiled)) for r in p.rounds] == [(2, 2, 2)]
     assert any("duration groups" in n for n in p.notes) and p.planned_share == 1.0
-    launches = plan.kernel_launches(t)
+    launches = signatures.kernel_launches(t)
     profiled = pd.DataFrame(
         {
             "id": [0, 1],

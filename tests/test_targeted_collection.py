@@ -15,7 +15,7 @@ import pytest
 import nsdiag
 from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
-from nsdiag.collect import metric_set, plan, session_dir
+from nsdiag.collect import metric_set, plan, rounds, session_dir, signatures
 from nsdiag.collect.profile import timeline_weights
 from nsdiag.model import names
 from nsdiag.model.catalogue import CATALOGUE
@@ -100,7 +100,7 @@ def test_plan_for_the_recorded_transformer_step(step_timeline: pd.DataFrame) -> 
     assert (
         kernels["mangled_name"].nunique() == 56 > kernels["short_name"].nunique() == 43
     )  # template instances
-    p = plan.make_plan(timeline, plan.PlanSettings(coverage=0.9, program_s=14.0))
+    p = plan.make_plan(timeline, rounds.PlanSettings(coverage=0.9, program_s=14.0))
     assert p.total_launches == 301 and p.name_base == "mangled" and p.uncovered == ()
     # One run with mangled names reaches the first launch of every launch configuration; two nvjet
     # GEMMs also ran with other K under the same grid (duration groups 1.5x apart), whose first
@@ -116,8 +116,8 @@ def test_plan_for_the_recorded_transformer_step(step_timeline: pd.DataFrame) -> 
     assert {(s.variant, s.variants) for s in second.wanted} <= {(1, 2), (1, 3), (2, 3)}
     assert p.planned_share >= 0.9
     assert (
-        p.launches * plan.SECONDS_PER_LAUNCH["rules"]
-        < p.total_launches * plan.SECONDS_PER_LAUNCH["full"] / 10
+        p.launches * rounds.SECONDS_PER_LAUNCH["rules"]
+        < p.total_launches * rounds.SECONDS_PER_LAUNCH["full"] / 10
     )
 
 
@@ -130,16 +130,16 @@ def test_plan_weighs_a_second_program_run_against_counting_further(
     run ahead at that run's cheapest count, so the answer turns with the program's start-up time.
     (At 16.5 s, what phase 1 measured on the H200, looking ahead at count 4 chose the single run,
     which took 59.2 s where the two runs' estimate is about 55 s.)"""
-    p = plan.make_plan(step_timeline, plan.PlanSettings(coverage=0.9, program_s=program_s))
+    p = plan.make_plan(step_timeline, rounds.PlanSettings(coverage=0.9, program_s=program_s))
     assert [(r.launch_count, r.launches) for r in p.rounds] == runs and p.planned_share >= 0.9
-    one_run = program_s + 92 * plan.SECONDS_PER_LAUNCH["rules"]
+    one_run = program_s + 92 * rounds.SECONDS_PER_LAUNCH["rules"]
     assert p.estimated_s <= one_run
 
 
 def test_duration_groups_split_at_large_gaps_only() -> None:
-    assert plan.duration_groups([10.0, 11.0, 28.0, 10.5, 27.0]) == [0, 0, 1, 0, 1]
-    assert plan.duration_groups([10.0, 14.0, 19.0, 26.0]) == [0, 0, 0, 0]  # steps of < 1.5x
-    assert plan.duration_groups([9.8, 236.0, 30.0]) == [0, 2, 1]
+    assert signatures.duration_groups([10.0, 11.0, 28.0, 10.5, 27.0]) == [0, 0, 1, 0, 1]
+    assert signatures.duration_groups([10.0, 14.0, 19.0, 26.0]) == [0, 0, 0, 0]  # steps of < 1.5x
+    assert signatures.duration_groups([9.8, 236.0, 30.0]) == [0, 2, 1]
 
 
 # ---------------------------------------------------- targeted and full-set verdicts, same step
@@ -157,7 +157,9 @@ def targeted_and_full() -> tuple[nsdiag.Session, nsdiag.Session]:
     folder = DATA / "profile"
     targeted = session_dir.assemble([(folder / "targeted.raw.csv.gz", None)], STEP, {})
     assert targeted is not None
-    targeted.kernels = timeline_weights(targeted.kernels, plan.kernel_launches(targeted.timeline))
+    targeted.kernels = timeline_weights(
+        targeted.kernels, signatures.kernel_launches(targeted.timeline)
+    )
     full = merge_sessions(
         [
             session_dir.load_ncu_report(folder / f"full-{n}.raw.csv.gz", None)
@@ -212,9 +214,9 @@ def test_variant_aware_plan_agrees_with_the_full_set(
     every verdict matches the full set's, the two-K GEMM included."""
     _, full = targeted_and_full
     timeline = step_timeline
-    launches = plan.kernel_launches(timeline)
-    p = plan.make_plan(timeline, plan.PlanSettings(coverage=0.9, program_s=14.0))
-    positions = sorted({i for r in p.rounds for i in plan.launch_positions(launches, r)})
+    launches = signatures.kernel_launches(timeline)
+    p = plan.make_plan(timeline, rounds.PlanSettings(coverage=0.9, program_s=14.0))
+    positions = sorted({i for r in p.rounds for i in rounds.launch_positions(launches, r)})
     assert (
         55 <= len(positions) <= p.launches
     )  # the second run repeats first launches of its configurations

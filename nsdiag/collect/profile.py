@@ -21,18 +21,11 @@ import pandas as pd
 from nsdiag.collect import argv as cmd
 from nsdiag.collect import metric_set, runner, session_dir, tools
 from nsdiag.collect.doctor import gpu_info
-from nsdiag.collect.plan import (
-    SECONDS_PER_LAUNCH,
-    Plan,
-    PlanSettings,
-    Round,
-    Signature,
-    in_nvtx_range,
-    kernel_launches,
-    plan_launches,
-    signatures,
-)
+from nsdiag.collect.nvtx_filter import in_nvtx_range
+from nsdiag.collect.plan import Plan, plan_launches
 from nsdiag.collect.plan import describe as describe_plan
+from nsdiag.collect.rounds import SECONDS_PER_LAUNCH, PlanSettings, Round
+from nsdiag.collect.signatures import Signature, kernel_launches, signatures
 from nsdiag.errors import InputError, NsdiagError, ProfilerError
 from nsdiag.model.names import function_name, normalized
 from nsdiag.model.session import Session
