@@ -25,7 +25,7 @@ from nsdiag.cli_errors import CONTEXT, one_line_errors
 
 
 class RichProgress:
-    """nsdiag.collect.profile.Progress on a rich progress bar; program output scrolls above it."""
+    """nsdiag.collect.options.Progress on a rich progress bar; program output scrolls above it."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -156,8 +156,8 @@ def profile(
     duration group of a signature that did different work under one grid (ncu, the metrics the
     rules read).
     """
-    from nsdiag.collect.profile import ProfileOptions
-    from nsdiag.collect.profile import dry_run as plan_commands
+    from nsdiag.collect.dry_run import dry_run as plan_commands
+    from nsdiag.collect.options import ProfileOptions
     from nsdiag.collect.profile import profile as run_profile
 
     if program and program[0].startswith("-"):

@@ -32,7 +32,9 @@ from nsdiag.collect import (
     signatures,
     tools,
 )
-from nsdiag.collect.profile import ProfileOptions, profile, resolve_program
+from nsdiag.collect.options import ProfileOptions
+from nsdiag.collect.profile import profile
+from nsdiag.collect.program import resolve_program
 from nsdiag.errors import InputError, MissingDependencyError, ProfilerError
 from nsdiag.model import names
 from tests.conftest import DATA
@@ -543,7 +545,7 @@ def test_plan_from_a_recorded_nsys_timeline() -> None:
 
 
 def test_timeline_weights_give_profiled_launches_their_real_share() -> None:
-    from nsdiag.collect.profile import timeline_weights
+    from nsdiag.collect.weights import timeline_weights
 
     kernels = pd.DataFrame(
         {
@@ -1354,7 +1356,7 @@ def test_other_lines_are_not_progress(line: str) -> None:
 
 def test_duration_groups_are_planned_matched_and_weighted() -> None:
     from nsdiag.analysis.signatures import aggregate
-    from nsdiag.collect.profile import coverage, timeline_weights
+    from nsdiag.collect.weights import coverage, timeline_weights
 
     # one GEMM kernel and grid doing two amounts of work (10 ns and 30 ns launches, alternating)
     t = timeline([("void gemm<1>(float)", "gemm", G1, B, d) for d in (10.0, 30.0, 10.0, 30.0)])

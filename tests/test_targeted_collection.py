@@ -16,7 +16,7 @@ import nsdiag
 from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
 from nsdiag.collect import metric_set, plan, rounds, session_dir, signatures
-from nsdiag.collect.profile import timeline_weights
+from nsdiag.collect.weights import timeline_weights
 from nsdiag.model import names
 from nsdiag.model.catalogue import CATALOGUE
 from nsdiag.readers.merge import merge_sessions
