@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 import nsdiag
-from nsdiag.cli_profile import doctor as doctor_command
-from nsdiag.cli_profile import profile as profile_command
+from nsdiag.cli.doctor import doctor as doctor_command
+from nsdiag.cli.profile import profile as profile_command
 from nsdiag.collect import argv as cmd
 from nsdiag.collect import (
     doctor,
@@ -871,7 +871,7 @@ def test_ctrl_c_stops_every_child(fakes: dict[str, Path], tmp_path: Path) -> Non
     env = {**os.environ, "FAKE_NSYS": "hang", "FAKE_PIDS": str(pids)}
     code = textwrap.dedent(f"""
         import sys
-        from nsdiag.cli_profile import profile
+        from nsdiag.cli.profile import profile
         sys.argv = ["nsdiag", "-o", {str(tmp_path / "s")!r}, "--ncu", {str(fakes["ncu"])!r},
                     "--nsys", {str(fakes["nsys"])!r}, {str(fakes["script"])!r}]
         profile()

@@ -1,6 +1,5 @@
 """What every nsdiag command shares on the command line: one line and an exit code for an
-error or Ctrl-C, never a traceback, and `-h` for help. Its own module because cli.py imports
-cli_profile.py, which needs the same."""
+error or Ctrl-C, never a traceback, and `-h` for help."""
 
 from __future__ import annotations
 

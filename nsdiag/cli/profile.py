@@ -1,5 +1,5 @@
-"""`nsdiag profile` and `nsdiag doctor`: thin click glue over nsdiag.collect (registered on the
-main group with `main.add_command(...)`). Errors become one line and an exit code (cli_errors)."""
+"""`nsdiag profile`: thin click glue over nsdiag.collect (registered on the main group in app.py).
+Errors become one line and an exit code (errors.py)."""
 
 from __future__ import annotations
 
@@ -11,65 +11,9 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from nsdiag.cli_errors import CONTEXT, one_line_errors
-
-
-class RichProgress:
-    """nsdiag.collect.options.Progress on a rich progress bar; program output scrolls above it."""
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            TextColumn("[dim]{task.fields[kernel]}"),
-            console=console,
-            transient=False,
-        )
-        self.task: TaskID | None = None
-
-    def __enter__(self) -> RichProgress:
-        self.bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.bar.stop()
-
-    def phase(self, title: str, total: int | None) -> None:
-        if self.task is not None:
-            self.bar.update(
-                self.task, completed=self.bar.tasks[-1].total or self.bar.tasks[-1].completed
-            )
-            self.bar.stop_task(self.task)
-        self.task = self.bar.add_task(title, total=total, kernel="")
-
-    def advance(self, done: int, label: str) -> None:
-        if self.task is not None:
-            task = self.bar.tasks[-1]
-            total = (
-                task.total if task.total is None or done <= task.total else done
-            )  # estimates can be short
-            self.bar.update(self.task, completed=done, total=total, kernel=label[:40])
-
-    def output(self, line: str) -> None:
-        self.console.print(escape(line), highlight=False, soft_wrap=True)
-
-    def note(self, text: str) -> None:
-        self.console.print(f"[yellow]nsdiag:[/] {escape(text)}", soft_wrap=True)
+from nsdiag.cli.errors import CONTEXT, one_line_errors
+from nsdiag.cli.progress import RichProgress
 
 
 @click.command(
@@ -230,24 +174,3 @@ def _summary(console: Console, result: Any) -> None:
         f"  nsdiag report {escape(root)} -o {escape(shlex.quote(str(result.session_dir / 'report.html')))}",
         soft_wrap=True,
     )
-
-
-@click.command("doctor", context_settings=CONTEXT)
-@click.option("--ncu", "ncu", metavar="PATH", help="check this ncu instead of searching")
-@click.option("--nsys", "nsys", metavar="PATH", help="check this nsys instead of searching")
-@one_line_errors
-def doctor(ncu: str | None, nsys: str | None) -> None:
-    """Check that this machine can profile: GPU and driver, ncu and nsys, counter access, packages."""
-    from nsdiag.collect.doctor import healthy, run_checks
-
-    checks = run_checks(ncu, nsys)
-    console = Console(highlight=False)
-    marks = {True: "[green]  ok[/]", False: "[red]FAIL[/]", None: "[dim]skip[/]"}
-    for c in checks:
-        console.print(
-            f"{marks[c.ok]}  [bold]{escape(c.name)}[/]: {escape(c.detail)}", soft_wrap=True
-        )
-        if c.fix:
-            console.print(f"      fix: {escape(c.fix)}", soft_wrap=True)
-    if not healthy(checks):
-        sys.exit(1)

@@ -1,4 +1,4 @@
-"""Command line: thin click glue. The only place that prints and turns errors into exit codes."""
+"""`nsdiag load`, `explain` and `report`: recorded profiler outputs in, a diagnosis out."""
 
 from __future__ import annotations
 
@@ -6,25 +6,10 @@ from pathlib import Path
 
 import click
 
-from nsdiag import __version__
-from nsdiag.cli_errors import CONTEXT, errors_as_one_line
-
 INPUT_HELP = "session folder, .ncu-rep, ncu CSV export (raw or details page); several may be given"
 
 
-class _Group(click.Group):
-    def invoke(self, ctx: click.Context):  # one clear line, never a traceback
-        with errors_as_one_line():
-            return super().invoke(ctx)
-
-
-@click.group(cls=_Group, context_settings=CONTEXT)
-@click.version_option(__version__, prog_name="nsdiag")
-def main() -> None:
-    """Why is my CUDA kernel slow, and what do I change?"""
-
-
-@main.command()
+@click.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "-o",
@@ -55,7 +40,7 @@ def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None):
     return session, diagnose(session)
 
 
-@main.command(
+@click.command(
     help="Say what limits each kernel, why, and what to change, ranked by the time a fix would save. "
     "INPUTS: " + INPUT_HELP + "."
 )
@@ -89,34 +74,7 @@ def explain(
         click.echo(render_text(diagnosis, top=top, kernels=top_kernels), nl=False)
 
 
-@main.group(invoke_without_command=True)
-@click.pass_context
-def rules(ctx: click.Context) -> None:
-    """The rule table: `nsdiag rules list`, `nsdiag rules show ID`."""
-    if ctx.invoked_subcommand is None:
-        ctx.invoke(rules_list)
-
-
-@rules.command("list")
-def rules_list() -> None:
-    """One line per rule: id, cause, title."""
-    from nsdiag.analysis.rulespec import default_rules
-
-    for rule in default_rules():
-        click.echo(f"{rule.id}  {rule.scope:7s}  {rule.cause:28s}  {rule.title}")
-
-
-@rules.command("show")
-@click.argument("rule_id")
-def rules_show(rule_id: str) -> None:
-    """The documentation of one rule (by id, e.g. NSD101, or by cause slug)."""
-    from nsdiag.analysis.rulespec import find_rule
-    from nsdiag.render.ruledoc import rule_text
-
-    click.echo(rule_text(find_rule(rule_id)))
-
-
-@main.command(
+@click.command(
     help="Write a report: self-contained interactive HTML (default), JSON, Markdown or text. "
     "INPUTS: " + INPUT_HELP + "."
 )
@@ -164,13 +122,3 @@ def report(
     click.echo(
         f"wrote {path} ({fmt}, {len(text.encode()) / 1e6:.1f} MB, {len(diagnosis.kernels)} kernel signatures)"
     )
-
-
-def _register_collection_commands() -> None:
-    from nsdiag.cli_profile import doctor, profile
-
-    main.add_command(profile)
-    main.add_command(doctor)
-
-
-_register_collection_commands()
