@@ -20,7 +20,7 @@ from nsdiag.collect.weights import timeline_weights
 from nsdiag.model import names
 from nsdiag.model.catalogue import CATALOGUE
 from nsdiag.readers.merge import merge_sessions
-from tests.conftest import DATA
+from tests.conftest import DATA, load_benchmark
 
 STEP = DATA / "profile" / "transformer_step.sqlite.gz"
 
@@ -287,14 +287,7 @@ def test_eight_layer_session_against_its_full_set_differs_only_in_close_calls() 
 def test_bench_summary_reports_ratio_and_differences_from_the_recordings(tmp_path: Path) -> None:
     """`benchmarks/bench_profile.py summary` on the 8-layer recordings: the figures the closing
     note and docs/profile-status.md quote come from this stage."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "bench_profile", Path(__file__).parents[1] / "benchmarks" / "bench_profile.py"
-    )
-    assert spec and spec.loader
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("bench_profile")
     folder = DATA / "profile" / "layers8"
     out = tmp_path / "summary.json"
     assert (
