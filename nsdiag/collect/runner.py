@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, BinaryIO
 
 from nsdiag.errors import NsdiagError, ProfilerError
 
@@ -130,46 +131,19 @@ def run(
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    problems: list[Problem] = []
-    profiled = 0
     with log.open("ab") as log_file:
         log_file.write(f"$ {shlex.join(argv)}\n".encode())
         log_file.flush()
         out_file = stdout_to.open("wb") if stdout_to else None
         try:
-            try:
-                proc = subprocess.Popen(
-                    list(argv),
-                    cwd=cwd,
-                    env=dict(env) if env is not None else None,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out_file or subprocess.PIPE,
-                    stderr=subprocess.PIPE if out_file else subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                raise ProfilerError(
-                    f"cannot start {argv[0]}: {exc.strerror or exc}",
-                    "check the path, or pass the tool with --ncu / --nsys",
-                ) from exc
+            proc = _start(argv, cwd, env, out_file)
             timer = _watchdog(proc, timeout_s)
             try:
                 stream = proc.stderr if out_file else proc.stdout
                 assert stream is not None
-                for raw in iter(stream.readline, b""):
-                    log_file.write(raw)
-                    line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                    match = _PROGRESS.match(line)
-                    if match:
-                        profiled += 1
-                        if on_progress:
-                            on_progress(profiled, match.group("name"))
-                        continue
-                    problem = classify(line)
-                    if problem:
-                        problems.append(problem)
-                    if on_output and not out_file:
-                        on_output(line)
+                profiled, problems = _follow(
+                    stream, log_file, None if out_file else on_output, on_progress
+                )
                 returncode = proc.wait()
             finally:
                 if timer is not None:
@@ -190,6 +164,58 @@ def run(
     return RunResult(
         tuple(argv), returncode, time.monotonic() - start, log, profiled, tuple(problems), timed_out
     )
+
+
+def _start(
+    argv: Sequence[str],
+    cwd: Path | None,
+    env: Mapping[str, str] | None,
+    out_file: BinaryIO | None,
+) -> subprocess.Popen[bytes]:
+    """The child in a process group of its own; its output on a pipe, or standard output into
+    `out_file` and standard error on the pipe."""
+    try:
+        return subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=out_file or subprocess.PIPE,
+            stderr=subprocess.PIPE if out_file else subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ProfilerError(
+            f"cannot start {argv[0]}: {exc.strerror or exc}",
+            "check the path, or pass the tool with --ncu / --nsys",
+        ) from exc
+
+
+def _follow(
+    stream: IO[bytes],
+    log_file: BinaryIO,
+    on_output: Callable[[str], None] | None,
+    on_progress: Callable[[int, str], None] | None,
+) -> tuple[int, list[Problem]]:
+    """Read the child's output to its end into the log: progress lines counted (launches
+    profiled), the others checked for known failures and passed on."""
+    profiled = 0
+    problems: list[Problem] = []
+    for raw in iter(stream.readline, b""):
+        log_file.write(raw)
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        match = _PROGRESS.match(line)
+        if match:
+            profiled += 1
+            if on_progress:
+                on_progress(profiled, match.group("name"))
+            continue
+        problem = classify(line)
+        if problem:
+            problems.append(problem)
+        if on_output:
+            on_output(line)
+    return profiled, problems
 
 
 class _Watchdog(threading.Timer):
