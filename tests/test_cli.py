@@ -120,8 +120,8 @@ def test_cli_dry_run_reference_kernels() -> None:
     assert result.exit_code == 0, result.output
     out = result.output
     assert (
-        "nsys profile -t cuda,nvtx,osrt --cpuctxsw none -s none --cuda-graph-trace node --capture-range cudaProfilerApi"
-        in out
+        "nsys profile -t cuda,nvtx,osrt --cpuctxsw none -s none --cuda-graph-trace node "
+        "--capture-range cudaProfilerApi" in out
     )
     assert "--profile-from-start off" in out and "run_all.py --profile-region" in out
     assert (

@@ -63,9 +63,8 @@ def test_doctor_reads_nvidia_smi_and_ldd(clean_env: Path, monkeypatch: pytest.Mo
 def test_doctor_checks_the_rule_metric_list() -> None:
     import gzip
 
-    header = (
-        gzip.open(DATA / "reference/raw.csv.gz", "rt").readline().strip().strip('"').split('","')
-    )
+    with gzip.open(DATA / "reference/raw.csv.gz", "rt") as f:
+        header = f.readline().strip().strip('"').split('","')
     listing = "\n".join(f'"{h.split(".")[0]}","Counter","","","1"' for h in header if "__" in h)
     ncu = tools.Tool(Path("/opt/ncu"), "2025.3.1.0")
     ok = doctor.check_rule_metrics(ncu, True, lambda argv, timeout: (0, listing))

@@ -137,9 +137,11 @@ def test_ctrl_c_stops_every_child(fakes: dict[str, Path], tmp_path: Path) -> Non
             '==PROF== Profiling "gemv_naive_kernel" - 0: 0%....50%....100% - 1 pass',
             "gemv_naive_kernel",
         ),
-        # a demangled name with colons, and a suffix after the launch index (tolerated, see _PROGRESS)
+        # a demangled name with colons, and a suffix after the launch index (tolerated, see
+        # _PROGRESS)
         (
-            '==PROF== Profiling "void at::native::f<1>(int)" - 7 (8/180): 0%....50%....100% - 38 passes',
+            '==PROF== Profiling "void at::native::f<1>(int)" - 7 (8/180): 0%....50%....100% '
+            "- 38 passes",
             "void at::native::f<1>(int)",
         ),
     ],

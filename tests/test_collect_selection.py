@@ -19,8 +19,8 @@ from tests.conftest import (
     [
         (0.9, 40, None, ["void ew<Mul>(int)", "void gemm<1>(float)", "void norm(float *)"]),
         (0.45, 40, None, ["void ew<Mul>(int)"]),
-        # ew<Mul> brings ew<Fill> (the same name's first launch of that shape): 2 profiled; gemm would
-        # bring its second shape (4 > 3) and is passed over for norm.
+        # ew<Mul> brings ew<Fill> (the same name's first launch of that shape): 2 profiled; gemm
+        # would bring its second shape (4 > 3) and is passed over for norm.
         (1.0, 2, None, ["void ew<Mul>(int)"]),
         (1.0, 3, None, ["void ew<Mul>(int)", "void norm(float *)"]),
         # the other gemm shape is profiled with the first and counts toward coverage

@@ -45,7 +45,8 @@ def test_duration_groups_are_planned_matched_and_weighted() -> None:
     # one GEMM kernel and grid doing two amounts of work (10 ns and 30 ns launches, alternating)
     t = timeline([("void gemm<1>(float)", "gemm", G1, B, d) for d in (10.0, 30.0, 10.0, 30.0)])
     p = plan.make_plan(t, rounds.PlanSettings(coverage=1.0))
-    # the 30 ns group is chosen; the 10 ns group's first launch comes along (first of its configuration)
+    # the 30 ns group is chosen; the 10 ns group's first launch comes along (first of its
+    # configuration)
     assert [(s.variant, s.variants, s.launches, s.total_ns) for s in p.signatures] == [
         (1, 2, 2, 60.0)
     ]

@@ -7,7 +7,10 @@ from nsdiag.model import names
 
 
 def test_function_names_match_ncu_and_nsys_spelling() -> None:
-    lambda_kernel = "void at::native::<unnamed>::k<float, (int)4, void x<y>(int)::[lambda(int) (instance 1)]>(long, T3)"
+    lambda_kernel = (
+        "void at::native::<unnamed>::k<float, (int)4, void x<y>(int)::[lambda(int) (instance 1)]>"
+        "(long, T3)"
+    )
     assert names.function_name(lambda_kernel) == "k"
     assert (
         names.function_name("nsdiag::float4_kernel(const float4 *, float4 *, long)")

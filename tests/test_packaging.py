@@ -48,7 +48,8 @@ def test_wheel_contains_rules_templates_and_kernels(wheel: Path) -> None:
 
 
 def test_installed_wheel_finds_its_data(wheel: Path, tmp_path: Path) -> None:
-    """Unpacked alone (no checkout beside it), the package finds rules and templates inside itself."""
+    """Unpacked alone (no checkout beside it), the package finds rules and templates inside
+    itself."""
     zipfile.ZipFile(wheel).extractall(tmp_path)
     code = (
         "import nsdiag.resources as r; from nsdiag.analysis.rulespec import load_rules; "

@@ -129,8 +129,8 @@ def test_ncu_rep_agrees_with_csv(data_dir: Path) -> None:
     details = nsdiag.load(data_dir / "calib_small/details.csv.gz")
     # Same rule results through both formats (ids, types and speedups).
     key = ["id", "rule", "type"]
-    a = rep.rule_results.sort_values(key + ["speedup"]).reset_index(drop=True)
-    b = details.rule_results.sort_values(key + ["speedup"]).reset_index(drop=True)
+    a = rep.rule_results.sort_values([*key, "speedup"]).reset_index(drop=True)
+    b = details.rule_results.sort_values([*key, "speedup"]).reset_index(drop=True)
     assert list(a["rule"]) == list(b["rule"])
     np.testing.assert_allclose(a["speedup"], b["speedup"], atol=0.01, equal_nan=True)
     assert "@section" not in " ".join(a["message"])
@@ -154,7 +154,8 @@ def test_ncu_rep_without_package_gives_install_hint(
 
 
 def test_console_output_with_program_noise(data_dir: Path) -> None:
-    """CSV printed to the console by `ncu --csv` with ==PROF== lines and program output around it."""
+    """CSV printed to the console by `ncu --csv` with ==PROF== lines and program output around
+    it."""
     session = nsdiag.load(data_dir / "console/basic_raw.csv.gz")
     assert len(session.kernels) == 12
     assert session.kernels["duration_ns"].gt(0).all()
@@ -170,7 +171,11 @@ def test_several_inputs_merge(data_dir: Path) -> None:
     assert len(merged.meta["sources"]) == 2
 
 
-HEADER = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__time_duration.sum","gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed","dram__bytes_read.sum"'
+HEADER = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+    '"Grid Size","Device","CC","gpu__time_duration.sum",'
+    '"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed","dram__bytes_read.sum"'
+)
 
 
 def _write(tmp_path: Path, text: str, name: str = "x.csv") -> Path:
@@ -186,8 +191,10 @@ def test_synthetic_separators_na_and_noise(tmp_path: Path) -> None:
             "app says hello",
             HEADER,
             '"","","","","","","","","","","","usecond","%","Mbyte"',
-            '"0","11","app","h","k1<int>(float *)","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","1,130.5","n/a","2,000.5"',
-            '"1","12","app2","h","k2","1","7","(32, 1, 1)","(4, 2, 1)","0","9.0","2.5","81.8","0.5"',
+            '"0","11","app","h","k1<int>(float *)","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0",'
+            '"1,130.5","n/a","2,000.5"',
+            '"1","12","app2","h","k2","1","7","(32, 1, 1)","(4, 2, 1)","0","9.0","2.5","81.8",'
+            '"0.5"',
             "==PROF== Disconnected from process 1",
             "",
         ]
@@ -203,7 +210,8 @@ def test_synthetic_separators_na_and_noise(tmp_path: Path) -> None:
 
 def test_synthetic_older_header_without_launch_columns(tmp_path: Path) -> None:
     text = (
-        '"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream","gpu__time_duration.sum"\n'
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context",'
+        '"Stream","gpu__time_duration.sum"\n'
         '"","","","","","","","","nsecond"\n"0","1","a","h","k","2023-01-01","1","7","100"\n'
     )
     session = nsdiag.load(_write(tmp_path, text))

@@ -42,7 +42,10 @@ def test_query_output_parses_in_csv_and_table_form() -> None:
         '"sm__cycles_active","Counter","cycle","# of cycles with at least one warp in flight","1"\n'
     )
     assert metric_set.parse_query(csv_text) == {"dram__bytes_read", "sm__cycles_active"}
-    table = "Device NVIDIA H200 (GH100)\n----\nMetric Name  Metric Type  Metric Unit\ndram__bytes_read  Counter  byte\n"
+    table = (
+        "Device NVIDIA H200 (GH100)\n----\nMetric Name  Metric Type  Metric Unit\n"
+        "dram__bytes_read  Counter  byte\n"
+    )
     assert metric_set.parse_query(table) == {"dram__bytes_read"}
     assert metric_set.parse_query("==ERROR== no device found\n") == set()
 
@@ -93,7 +96,8 @@ def step_timeline() -> pd.DataFrame:
 def test_plan_for_the_recorded_transformer_step(step_timeline: pd.DataFrame) -> None:
     timeline = step_timeline
     kernels = timeline[timeline["kind"] == "kernel"]
-    # nsys's mangled names: Itanium-mangled for C++ kernels, the plain name for extern "C" ones (nvjet)
+    # nsys's mangled names: Itanium-mangled for C++ kernels, the plain name for extern "C" ones
+    # (nvjet)
     assert (kernels["mangled_name"] != "").all() and kernels["mangled_name"].str.startswith(
         "_Z"
     ).mean() > 0.8
@@ -222,9 +226,11 @@ def test_variant_aware_plan_agrees_with_the_full_set(
     )  # the second run repeats first launches of its configurations
     rows = full.kernels.reset_index(drop=True)
     assert [
-        (names.function_name(n), g, b) for n, g, b in zip(rows["name"], rows["grid"], rows["block"])
+        (names.function_name(n), g, b)
+        for n, g, b in zip(rows["name"], rows["grid"], rows["block"], strict=True)
     ] == [
-        (f, g, b) for f, g, b in zip(launches["function"], launches["grid"], launches["block"])
+        (f, g, b)
+        for f, g, b in zip(launches["function"], launches["grid"], launches["block"], strict=True)
     ]  # same order
     picked = nsdiag.Session(
         kernels=timeline_weights(rows.iloc[positions].reset_index(drop=True), launches)
@@ -253,7 +259,7 @@ def test_duration_group_session_matches_its_full_set() -> None:
         (g["name"], g["variant"]) for g in status["plan"]["signatures"] if g.get("variants", 1) > 1
     }
     k = targeted.kernels
-    matched = set(zip(k["name"], k["timeline_variant"]))
+    matched = set(zip(k["name"], k["timeline_variant"], strict=True))
     assert len(groups) == 3 and groups <= matched
     mine, theirs = verdicts(diagnose(targeted)), verdicts(diagnose(full))
     assert len(mine) == 55 and set(mine) <= set(theirs)

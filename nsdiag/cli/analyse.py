@@ -41,8 +41,8 @@ def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None):
 
 
 @click.command(
-    help="Say what limits each kernel, why, and what to change, ranked by the time a fix would save. "
-    "INPUTS: " + INPUT_HELP + "."
+    help="Say what limits each kernel, why, and what to change, ranked by the time a fix would "
+    "save. INPUTS: " + INPUT_HELP + "."
 )
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
@@ -120,5 +120,6 @@ def report(
         return
     path = write_report(Path(output), text)
     click.echo(
-        f"wrote {path} ({fmt}, {len(text.encode()) / 1e6:.1f} MB, {len(diagnosis.kernels)} kernel signatures)"
+        f"wrote {path} ({fmt}, {len(text.encode()) / 1e6:.1f} MB, "
+        f"{len(diagnosis.kernels)} kernel signatures)"
     )

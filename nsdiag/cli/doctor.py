@@ -16,7 +16,8 @@ from nsdiag.cli.errors import CONTEXT, one_line_errors
 @click.option("--nsys", "nsys", metavar="PATH", help="check this nsys instead of searching")
 @one_line_errors
 def doctor(ncu: str | None, nsys: str | None) -> None:
-    """Check that this machine can profile: GPU and driver, ncu and nsys, counter access, packages."""
+    """Check that this machine can profile: GPU and driver, ncu and nsys, counter access,
+    packages."""
     from nsdiag.collect.doctor import healthy, run_checks
 
     checks = run_checks(ncu, nsys)

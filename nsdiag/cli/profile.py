@@ -25,7 +25,8 @@ from nsdiag.cli.progress import RichProgress
     "-o",
     "--output",
     type=click.Path(path_type=Path),
-    help="session folder (default nsdiag-sessions/<program>-<time>; an existing non-empty one gets a suffix)",
+    help="session folder (default nsdiag-sessions/<program>-<time>; an existing non-empty one "
+    "gets a suffix)",
 )
 @click.option("--ncu", "ncu", metavar="PATH", help="the ncu to use (default: newest found)")
 @click.option("--nsys", "nsys", metavar="PATH", help="the nsys to use (default: newest found)")
@@ -46,7 +47,8 @@ from nsdiag.cli.progress import RichProgress
     type=click.IntRange(min=1),
     default=100,
     show_default=True,
-    help="at most this many kernel signatures profiled (kernel + grid + block; the other shapes of a chosen kernel count too)",
+    help="at most this many kernel signatures profiled (kernel + grid + block; the other shapes "
+    "of a chosen kernel count too)",
 )
 @click.option(
     "-k",
@@ -73,8 +75,8 @@ from nsdiag.cli.progress import RichProgress
     type=click.Choice(["rules", "sections", "full"]),
     default="rules",
     show_default=True,
-    help="what the targeted runs collect: the metrics nsdiag's rules read (fastest), the ncu sections "
-    "holding them (adds ncu's own hints for each, ~4x slower), or ncu's full set",
+    help="what the targeted runs collect: the metrics nsdiag's rules read (fastest), the ncu "
+    "sections holding them (adds ncu's own hints for each, ~4x slower), or ncu's full set",
 )
 @click.option("--dry-run", is_flag=True, help="print the commands that would run, and exit")
 @one_line_errors
@@ -157,9 +159,10 @@ def _summary(console: Console, result: Any) -> None:
     spent = sum(result.timings.values())
     if plan is not None:
         console.print(
-            f"ncu profiled {result.profiled} launches ({plan.total_launches} in the region) in {len(plan.rounds)} "
-            f"run(s), planned to cover {plan.planned_share:.0%} of GPU time; {spent:.0f} s in all, against "
-            f"about {plan.full_estimated_s:.0f} s for --set full on every launch",
+            f"ncu profiled {result.profiled} launches ({plan.total_launches} in the region) in "
+            f"{len(plan.rounds)} run(s), planned to cover {plan.planned_share:.0%} of GPU time; "
+            f"{spent:.0f} s in all, against about {plan.full_estimated_s:.0f} s for --set full on "
+            "every launch",
             soft_wrap=True,
         )
     elif result.profiled:
@@ -169,8 +172,9 @@ def _summary(console: Console, result: Any) -> None:
     for item in result.missing:
         console.print(f"[yellow]missing:[/] {escape(item)}", soft_wrap=True)
     root = shlex.quote(str(result.session_dir))
+    report = shlex.quote(str(result.session_dir / "report.html"))
     console.print(
         f"session: {escape(str(result.session_dir))}\n  nsdiag explain {escape(root)}\n"
-        f"  nsdiag report {escape(root)} -o {escape(shlex.quote(str(result.session_dir / 'report.html')))}",
+        f"  nsdiag report {escape(root)} -o {escape(report)}",
         soft_wrap=True,
     )

@@ -7,6 +7,7 @@ Nothing is left running whatever happens: interrupt, error, timeout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -22,8 +23,9 @@ from typing import IO, BinaryIO
 from nsdiag.errors import NsdiagError, ProfilerError
 
 PERMISSION_HINT = (
-    "run nsdiag as root (sudo), or allow every user to profile: set the NVIDIA driver module option "
-    "NVreg_RestrictProfilingToAdminUsers=0 (a line 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' "
+    "run nsdiag as root (sudo), or allow every user to profile: set the NVIDIA driver module "
+    "option NVreg_RestrictProfilingToAdminUsers=0 (a line "
+    "'options nvidia NVreg_RestrictProfilingToAdminUsers=0' "
     "in a file under /etc/modprobe.d/, then reload the driver or reboot); "
     "see https://developer.nvidia.com/ERR_NVGPUCTRPERM"
 )
@@ -35,7 +37,8 @@ NO_GPU_HINT = "run on a machine with an NVIDIA GPU and its driver (nvidia-smi mu
 # `--set full` slices counted 0 of 180 launches, the same slice without a count 177 of 177), so
 # whatever stands between the quoted name and the colon is accepted.
 _PROGRESS = re.compile(
-    r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<index>\d+))?[^":]*: .*?(?P<passes>\d+) pass(?:es)?\b'
+    r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<index>\d+))?[^":]*: '
+    r".*?(?P<passes>\d+) pass(?:es)?\b"
 )
 # Known failure texts, most specific first (ncu, nsys, the CUDA runtime, PyTorch).
 PROBLEMS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -47,7 +50,8 @@ PROBLEMS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "no-gpu",
         re.compile(
             r"no CUDA-capable device|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|found no NVIDIA driver"
-            r"|couldn't communicate with the NVIDIA driver|libcuda\.so[.\d]*: cannot open shared object"
+            r"|couldn't communicate with the NVIDIA driver"
+            r"|libcuda\.so[.\d]*: cannot open shared object"
             r"|CUDA driver version is insufficient|No supported GPU|no devices? (?:were )?found",
             re.I,
         ),
@@ -277,10 +281,8 @@ def stop_group(proc: subprocess.Popen, grace_s: tuple[float, float] = (3.0, 2.0)
             if proc.poll() is not None and not group_alive(pgid):
                 break
             time.sleep(0.05)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def failure(result: RunResult, what: str, session_dir: Path | None = None) -> NsdiagError | None:

@@ -38,7 +38,8 @@ _OPERATORS = [
 _LAMBDA_EDG = re.compile(r"\[lambda\((?:[^()]|\([^()]*\))*\) \(instance (\d+)\)\]")
 _LAMBDA_GCC = re.compile(r"\{lambda\((?:[^()]|\([^()]*\))*\)#(\d+)\}")
 _ANON = re.compile(r"\(anonymous namespace\)::|`anonymous namespace'::|_GLOBAL__N_1::|<unnamed>::")
-# Inline/versioned namespaces libraries add for ABI reasons (cub::CUB_200200_900_NS, thrust::THRUST_..._NS).
+# Inline/versioned namespaces libraries add for ABI reasons (cub::CUB_200200_900_NS,
+# thrust::THRUST_..._NS).
 _VERSIONED_NS = re.compile(r"^(?:[A-Z]+_\d+(?:_\d+)*_NS|__\d+|_V\d+|__cxx11|detail)$")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _UNINFORMATIVE = frozenset(
@@ -177,7 +178,8 @@ def _truncate(text: str, max_len: int) -> str:
 
 
 def short_name(full: str, max_len: int = MAX_LEN) -> str:
-    """A short readable name for a (demangled) kernel name; the input itself when nothing shortens."""
+    """A short readable name for a (demangled) kernel name; the input itself when nothing
+    shortens."""
     name = " ".join(str(full).split())
     if not name:
         return ""

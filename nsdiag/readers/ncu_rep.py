@@ -136,7 +136,8 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 
 def _flatten_links(text: str) -> str:
-    """ncu's '@url:Text:Link@' and '@section:Id:Text@' markup -> Text, as the CSV export shows it."""
+    """ncu's '@url:Text:Link@' and '@section:Id:Text@' markup -> Text, as the CSV export shows
+    it."""
     text = re.sub(r"@url:([^:@]*):[^@]*@", r"\1", text)
     return re.sub(r"@(?:section|sass):[^:@]*:([^@]*)@", r"\1", text)
 
