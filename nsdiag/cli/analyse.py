@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from nsdiag.analysis.diagnosis import Diagnosis
+    from nsdiag.model.session import Session
 
 INPUT_HELP = "session folder, .ncu-rep, ncu CSV export (raw or details page); several may be given"
 
@@ -29,7 +34,7 @@ def load(inputs: tuple[Path, ...], output: Path) -> None:
     click.echo(f"{len(session.kernels)} kernel launches from {len(inputs)} input(s) -> {output}")
 
 
-def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None):
+def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None) -> tuple[Session, Diagnosis]:
     from nsdiag import load as load_inputs
     from nsdiag.analysis.engine import diagnose
     from nsdiag.analysis.filters import keep_kernels

@@ -7,13 +7,15 @@ import contextlib
 import functools
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import ParamSpec, TypeVar
 
 import click
 
 from nsdiag.errors import NsdiagError
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @contextlib.contextmanager
@@ -28,11 +30,11 @@ def errors_as_one_line() -> Iterator[None]:
         sys.exit(130)
 
 
-def one_line_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
     """`errors_as_one_line` around a command that also runs outside the main group (tests)."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         with errors_as_one_line():
             return command(*args, **kwargs)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -14,6 +14,9 @@ from rich.markup import escape
 
 from nsdiag.cli.errors import CONTEXT, one_line_errors
 from nsdiag.cli.progress import RichProgress
+
+if TYPE_CHECKING:
+    from nsdiag.collect.options import ProfileResult
 
 
 @click.command(
@@ -149,7 +152,7 @@ def _check_regex(pattern: str) -> None:
         ) from exc
 
 
-def _summary(console: Console, result: Any) -> None:
+def _summary(console: Console, result: ProfileResult) -> None:
     from nsdiag.analysis.engine import diagnose
     from nsdiag.render.text import render_text
 

@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from nsdiag.collect import metric_set, tools
 from nsdiag.collect.argv import DURATION_METRIC, ncu_query_metrics
@@ -61,7 +62,7 @@ def run_command(argv: Sequence[str], timeout_s: float) -> tuple[int, str]:
     return done.returncode, (done.stdout or "") + (done.stderr or "")
 
 
-def gpu_info(runner: Runner = run_command) -> dict:
+def gpu_info(runner: Runner = run_command) -> dict[str, Any]:
     """GPUs and driver from nvidia-smi ({} when there is none)."""
     if shutil.which("nvidia-smi") is None:
         return {}

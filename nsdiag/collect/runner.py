@@ -226,7 +226,7 @@ class _Watchdog(threading.Timer):
     fired = False
 
 
-def _watchdog(proc: subprocess.Popen, timeout_s: float | None) -> _Watchdog | None:
+def _watchdog(proc: subprocess.Popen[bytes], timeout_s: float | None) -> _Watchdog | None:
     if not timeout_s:
         return None
 
@@ -262,7 +262,7 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def stop_group(proc: subprocess.Popen, grace_s: tuple[float, float] = (3.0, 2.0)) -> None:
+def stop_group(proc: subprocess.Popen[bytes], grace_s: tuple[float, float] = (3.0, 2.0)) -> None:
     """SIGINT (ncu and nsys finish their files), then SIGTERM, then SIGKILL to the whole group."""
     pgid = proc.pid  # start_new_session: the leader's pid is the group id
     for sig, wait in (

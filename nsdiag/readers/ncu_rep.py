@@ -18,13 +18,13 @@ from nsdiag.model.units import parse_unit
 from nsdiag.readers.kernel_table import build_session
 
 # The CSV export prints OK messages as INF; use its words so every input reads the same.
-_RULE_TYPES = {0: "NONE", 1: "INF", 2: "OPT", 3: "WRN", 4: "ERR"}
-_SPEEDUP_TYPES = {0: "", 1: "local", 2: "global"}
+_RULE_TYPES: dict[object, str] = {0: "NONE", 1: "INF", 2: "OPT", 3: "WRN", 4: "ERR"}
+_SPEEDUP_TYPES: dict[object, str] = {0: "", 1: "local", 2: "global"}
 
 
 def _import_ncu_report() -> Any:
     try:
-        import ncu_report  # type: ignore[import-not-found]
+        import ncu_report
     except ImportError as exc:
         raise MissingDependencyError(
             "reading .ncu-rep files needs NVIDIA's ncu-report package",

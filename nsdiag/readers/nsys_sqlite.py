@@ -16,6 +16,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -321,7 +322,8 @@ def _add_sync_records(con: sqlite3.Connection, schema: Schema, api: pd.DataFrame
 
 def _pick(values: np.ndarray, found: np.ndarray, default: object) -> np.ndarray:
     """values[found], with `default` where found is -1 (get_indexer's 'no match')."""
-    return np.append(values, np.array([default], dtype=values.dtype))[found]
+    picked: np.ndarray = np.append(values, np.array([default], dtype=values.dtype))[found]
+    return picked
 
 
 def _call_key(pid: pd.Series | np.ndarray, correlation: pd.Series | np.ndarray) -> np.ndarray:
@@ -576,8 +578,8 @@ def _range_names(
 # ---------------------------------------------------------------- meta
 
 
-def _meta(con: sqlite3.Connection, schema: Schema, source: str) -> dict:
-    meta: dict = {"sources": [{"path": source, "format": "nsys-sqlite"}]}
+def _meta(con: sqlite3.Connection, schema: Schema, source: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"sources": [{"path": source, "format": "nsys-sqlite"}]}
     if devices := _devices(con, schema):
         meta["device"], meta["devices"] = devices[0], devices
     info = (
@@ -607,12 +609,12 @@ _GPU_FIELDS = {
 }
 
 
-def _devices(con: sqlite3.Connection, schema: Schema) -> list[dict]:
+def _devices(con: sqlite3.Connection, schema: Schema) -> list[dict[str, Any]]:
     frame = _query(con, schema, "TARGET_INFO_GPU", _GPU_FIELDS)
     devices = []
     for row in frame.to_dict("records"):
         info = {
-            k: (v.item() if hasattr(v, "item") else v)
+            str(k): (v.item() if hasattr(v, "item") else v)
             for k, v in row.items()
             if v is not None and not pd.isna(v)
         }
