@@ -12,10 +12,18 @@ if TYPE_CHECKING:
     from nsdiag.model.session import Session
 
 INPUT_HELP = "session folder, .ncu-rep, ncu CSV export (raw or details page); several may be given"
+inputs_argument = click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+kernel_option = click.option(
+    "-k",
+    "--kernel",
+    "kernel",
+    metavar="PATTERN",
+    help="only kernels whose name matches this regular expression",
+)
 
 
 @click.command()
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@inputs_argument
 @click.option(
     "-o",
     "--output",
@@ -49,14 +57,8 @@ def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None) -> tuple[Sess
     help="Say what limits each kernel, why, and what to change, ranked by the time a fix would "
     "save. INPUTS: " + INPUT_HELP + "."
 )
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "-k",
-    "--kernel",
-    "kernel",
-    metavar="PATTERN",
-    help="only kernels whose name matches this regular expression",
-)
+@inputs_argument
+@kernel_option
 @click.option("--top", default=3, show_default=True, help="findings shown per kernel")
 @click.option("--top-kernels", default=10, show_default=True, help="kernel signatures shown")
 @click.option(
@@ -83,7 +85,7 @@ def explain(
     help="Write a report: self-contained interactive HTML (default), JSON, Markdown or text. "
     "INPUTS: " + INPUT_HELP + "."
 )
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@inputs_argument
 @click.option(
     "-o",
     "--output",
@@ -98,13 +100,7 @@ def explain(
     type=click.Choice(["html", "json", "md", "text"]),
     help="output format (default: from the -o extension; html for '-')",
 )
-@click.option(
-    "-k",
-    "--kernel",
-    "kernel",
-    metavar="PATTERN",
-    help="only kernels whose name matches this regular expression",
-)
+@kernel_option
 @click.option(
     "--cards",
     default=10,

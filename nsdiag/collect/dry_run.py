@@ -83,27 +83,23 @@ def _phase2_step(
 ) -> tuple[Step, Path]:
     """Phase 2's command (a template for the targeted runs) and the report it writes."""
     if options.full:
-        step = (
-            "phase 2: every launch, full set (ncu)",
-            cmd.ncu_full(
-                ncu,
-                sd.report("full"),
-                program,
-                kernel_regex=options.kernel,
-                profile_from_start=start,
-                nvtx=options.nvtx,
-            ),
-        )
-        return step, sd.report("full.ncu-rep")
-    step = (
-        "phase 2: targeted, one run per plan round (ncu)",
-        cmd.template_targeted(
+        title, name = "phase 2: every launch, full set (ncu)", "full"
+        argv = cmd.ncu_full(
             ncu,
-            sd.report("targeted-1"),
+            sd.report(name),
+            program,
+            kernel_regex=options.kernel,
+            profile_from_start=start,
+            nvtx=options.nvtx,
+        )
+    else:
+        title, name = "phase 2: targeted, one run per plan round (ncu)", "targeted-1"
+        argv = cmd.template_targeted(
+            ncu,
+            sd.report(name),
             program,
             sections=options.sections,
             profile_from_start=start,
             nvtx=options.nvtx,
-        ),
-    )
-    return step, sd.report("targeted-1.ncu-rep")
+        )
+    return (title, argv), sd.report(f"{name}.ncu-rep")
