@@ -36,8 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from nsdiag.analysis.engine import diagnose
 from nsdiag.collect import argv as cmd
 from nsdiag.collect import runner, session_dir, tools
-from nsdiag.collect.plan import normalized
-from nsdiag.collect.profile import NullProgress, ProfileOptions, child_env, profile, resolve_program
+from nsdiag.collect.options import NullProgress, ProfileOptions
+from nsdiag.collect.profile import profile
+from nsdiag.collect.program import child_env, resolve_program
+from nsdiag.model.names import normalized
 
 WORKLOADS = {
     "tiny_transformer": Path(__file__).resolve().parent / "workloads" / "tiny_transformer.py"

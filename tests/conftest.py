@@ -1,12 +1,22 @@
-"""Shared fixtures: paths to the recorded H200 data, and GPU detection for `gpu` tests."""
+"""Shared fixtures and helpers: paths to the recorded H200 data, GPU detection for `gpu` tests, a
+small phase-1 timeline for the planning tests, and stand-in ncu and nsys programs (fake tools for
+discovery, and fake profilers that run the program and write recorded reports)."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import shutil
+import sys
 from pathlib import Path
+from types import ModuleType
 
+import pandas as pd
 import pytest
 
+from nsdiag.collect import tools
+
+ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
 
 
@@ -32,3 +42,141 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return DATA
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """A script of benchmarks/ (not a package) imported as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ------------------------------------------------------------------------- a phase-1 timeline
+
+
+def timeline(rows: list[tuple[str, str, str, str, float]]) -> pd.DataFrame:
+    """(demangled name, short name, grid, block, duration) in launch order."""
+    return pd.DataFrame(
+        [
+            {
+                "kind": "kernel",
+                "name": n,
+                "short_name": s,
+                "grid": g,
+                "block": b,
+                "duration_ns": d,
+                "start_ns": 1000 * i,
+                "api_start_ns": 1000 * i,
+            }
+            for i, (n, s, g, b, d) in enumerate(rows)
+        ]
+        + [
+            {
+                "kind": "memcpy",
+                "name": "[CUDA memcpy Host-to-Device]",
+                "short_name": "",
+                "grid": "",
+                "block": "",
+                "duration_ns": 1e9,
+                "start_ns": 5,
+                "api_start_ns": 5,
+            }
+        ]
+    )
+
+
+G1, G2, B = "(100, 1, 1)", "(200, 1, 1)", "(128, 1, 1)"
+
+
+STEP = timeline(
+    [
+        ("void gemm<1>(float)", "gemm", G1, "(256, 1, 1)", 500.0),
+        ("void ew<Fill>(int)", "ew", G1, B, 10.0),
+        ("void ew<Mul>(int)", "ew", G1, B, 300.0),
+        ("void norm(float *)", "norm", G2, B, 150.0),
+        ("void ew<Mul>(int)", "ew", G1, B, 300.0),
+        ("void gemm<1>(float)", "gemm", G2, "(256, 1, 1)", 40.0),
+    ]
+)
+
+
+# ------------------------------------------------------------------------- ncu and nsys stand-ins
+
+NCU_VERSION = (
+    "NVIDIA (R) Nsight Compute Command Line Profiler\nCopyright (c) 2018-2025 NVIDIA Corporation\n"
+    "Version {v} (build 36398880) (public-release)"
+)
+NSYS_VERSION = "NVIDIA Nsight Systems version {v}-253666467616v0"
+
+
+def fake_tool(folder: Path, name: str, banner: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    lines = " ".join("'" + line.replace("'", "") + "'" for line in banner.splitlines())
+    path.write_text(f"#!/bin/sh\nprintf '%s\\n' {lines}\n")  # builtins only: PATH may be empty
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    for var in ("CUDA_HOME", "CUDA_PATH", "NCU", "NSYS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(
+        tools,
+        "INSTALL_GLOBS",
+        {
+            "ncu": (str(tmp_path / "opt/nsight-compute/*/ncu"),),
+            "nsys": (str(tmp_path / "opt/nsight-systems/*/bin/nsys"),),
+        },
+    )
+    return tmp_path
+
+
+# Stand-in profilers (scripts under tests/fakes/, run with this Python): see their docstrings.
+FAKES = Path(__file__).parent / "fakes"
+FAKE_NCU = (FAKES / "ncu.py").read_text()
+FAKE_NSYS = (FAKES / "nsys.py").read_text()
+
+PROGRAM = """
+import sys
+print("step 1 loss 2.5", flush=True)
+print("step 2 loss 2.1", flush=True)
+sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+"""
+
+
+@pytest.fixture
+def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    folder = tmp_path / "fake tools"  # a space in every path on purpose
+    folder.mkdir()
+    paths = {}
+    for name, source in (("ncu", FAKE_NCU), ("nsys", FAKE_NSYS)):
+        path = folder / name
+        path.write_text(f"#!{sys.executable}\n{source}")
+        path.chmod(0o755)
+        paths[name] = path
+    script = tmp_path / "my project" / "train.py"
+    script.parent.mkdir()
+    script.write_text(PROGRAM)
+    paths["script"] = script
+    paths["calls"] = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("FAKE_CALLS", str(paths["calls"]))
+    monkeypatch.setenv("FAKE_RAW", str(DATA / "reference/raw.csv.gz"))
+    monkeypatch.setenv("FAKE_DETAILS", str(DATA / "reference/details.csv.gz"))
+    monkeypatch.setenv("FAKE_SQLITE", str(DATA / "nsys/pipeline.sqlite.gz"))
+    monkeypatch.setenv("FAKE_HEADER", str(DATA / "reference/raw.csv.gz"))
+    return paths
+
+
+def calls(fakes: dict[str, Path]) -> list[list[str]]:
+    return (
+        [json.loads(line) for line in fakes["calls"].read_text().splitlines()]
+        if fakes["calls"].exists()
+        else []
+    )

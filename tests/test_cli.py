@@ -1,4 +1,5 @@
-"""The command line as a user runs it: output, exit codes, one-line errors."""
+"""The command line as a user runs it: output, exit codes, one-line errors; `nsdiag profile`'s
+dry run and summary with the fake profilers."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from nsdiag.cli import main
+from nsdiag.cli.profile import profile as profile_command
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -106,3 +108,96 @@ def test_load_writes_a_session_that_explain_reads(tmp_path: Path, data_dir: Path
     again = run("explain", str(target), "--json")
     assert again.returncode == 0
     assert len(json.loads(again.stdout)["kernels"]) == 2
+
+
+# ------------------------------------------------------------------------------ nsdiag profile
+
+
+def test_cli_dry_run_reference_kernels() -> None:
+    result = CliRunner().invoke(profile_command, ["--dry-run", "--ncu", "/nowhere/ncu"])
+    assert result.exit_code == 2 and "not a working ncu" in result.output
+    result = CliRunner().invoke(profile_command, ["--dry-run"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert (
+        "nsys profile -t cuda,nvtx,osrt --cpuctxsw none -s none --cuda-graph-trace node "
+        "--capture-range cudaProfilerApi" in out
+    )
+    assert "--profile-from-start off" in out and "run_all.py --profile-region" in out
+    assert (
+        "--filter-mode per-launch-config --launch-count '<N>'" in out
+        and "--csv --page raw --print-units base" in out
+    )
+
+
+def test_cli_dry_run_script_with_arguments_and_spaces(
+    fakes: dict[str, Path], tmp_path: Path
+) -> None:
+    result = CliRunner().invoke(
+        profile_command,
+        [
+            "--dry-run",
+            "-o",
+            str(tmp_path / "out dir"),
+            "--ncu",
+            str(fakes["ncu"]),
+            "--nsys",
+            str(fakes["nsys"]),
+            str(fakes["script"]),
+            "--epochs",
+            "1",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "--profile-from-start" not in result.output
+    assert (
+        f"'{fakes['script']}' --epochs 1" in result.output
+        and f"'{tmp_path / 'out dir'}/reports/timeline'" in result.output
+    )
+
+
+def test_cli_unknown_option_before_the_program() -> None:
+    result = CliRunner().invoke(profile_command, ["--bogus", "train.py"])
+    assert result.exit_code == 2 and "unknown option '--bogus'" in result.output
+
+
+def test_cli_profile_runs_and_summarises(fakes: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "cli session"
+    result = CliRunner().invoke(
+        profile_command,
+        [
+            "-o",
+            str(out),
+            "--ncu",
+            str(fakes["ncu"]),
+            "--nsys",
+            str(fakes["nsys"]),
+            str(fakes["script"]),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "step 1 loss 2.5" in result.output and f"session: {out}" in result.output
+    assert "nsdiag explain" in result.output and "GPU time" in result.output
+
+
+def test_cli_profile_error_is_one_line(
+    fakes: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_TARGETED", "perm")
+    result = CliRunner().invoke(
+        profile_command,
+        [
+            "-o",
+            str(tmp_path / "s"),
+            "--ncu",
+            str(fakes["ncu"]),
+            "--nsys",
+            str(fakes["nsys"]),
+            str(fakes["script"]),
+        ],
+    )
+    assert result.exit_code == 1
+    assert (
+        "nsdiag: error: ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM)"
+        in result.output
+    )

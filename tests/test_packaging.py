@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -42,13 +42,14 @@ def test_wheel_contains_rules_templates_and_kernels(wheel: Path) -> None:
     assert any(n.startswith("nsdiag/templates/") and n.endswith(".j2") for n in names)
     for file in ("elementwise.cu", "run_all.py", "variants.py", "check.py"):
         assert f"nsdiag/reference_kernels/{file}" in names
-    assert "nsdiag/cli.py" in names and "nsdiag/__main__.py" in names
+    assert "nsdiag/cli/__init__.py" in names and "nsdiag/__main__.py" in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "nsdiag = nsdiag.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def test_installed_wheel_finds_its_data(wheel: Path, tmp_path: Path) -> None:
-    """Unpacked alone (no checkout beside it), the package finds rules and templates inside itself."""
+    """Unpacked alone (no checkout beside it), the package finds rules and templates inside
+    itself."""
     zipfile.ZipFile(wheel).extractall(tmp_path)
     code = (
         "import nsdiag.resources as r; from nsdiag.analysis.rulespec import load_rules; "
@@ -66,6 +67,21 @@ def test_installed_wheel_finds_its_data(wheel: Path, tmp_path: Path) -> None:
     assert rules_dir == str(tmp_path / "nsdiag" / "rules")
     assert int(count) == len(list((ROOT / "rules").glob("NSD*.toml")))
     assert templates == str(tmp_path / "nsdiag" / "templates")
+
+
+def test_installed_wheel_runs_the_command_line(wheel: Path, tmp_path: Path) -> None:
+    """`python -m nsdiag` from the unpacked wheel: the cli package and its commands are inside."""
+    zipfile.ZipFile(wheel).extractall(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "nsdiag", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr
+    for command in ("doctor", "explain", "load", "profile", "report", "rules"):
+        assert f"  {command} " in result.stdout
 
 
 def test_source_checkout_finds_top_level_data() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import os
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 
 import nsdiag
 from nsdiag.errors import InputError, MissingDependencyError
+from nsdiag.readers import load as read_inputs
 
 # CSV exports print two decimals; the .ncu-rep holds full precision.
 ABS_TOL, REL_TOL = 0.0051, 1e-4
@@ -127,8 +129,8 @@ def test_ncu_rep_agrees_with_csv(data_dir: Path) -> None:
     details = nsdiag.load(data_dir / "calib_small/details.csv.gz")
     # Same rule results through both formats (ids, types and speedups).
     key = ["id", "rule", "type"]
-    a = rep.rule_results.sort_values(key + ["speedup"]).reset_index(drop=True)
-    b = details.rule_results.sort_values(key + ["speedup"]).reset_index(drop=True)
+    a = rep.rule_results.sort_values([*key, "speedup"]).reset_index(drop=True)
+    b = details.rule_results.sort_values([*key, "speedup"]).reset_index(drop=True)
     assert list(a["rule"]) == list(b["rule"])
     np.testing.assert_allclose(a["speedup"], b["speedup"], atol=0.01, equal_nan=True)
     assert "@section" not in " ".join(a["message"])
@@ -152,7 +154,8 @@ def test_ncu_rep_without_package_gives_install_hint(
 
 
 def test_console_output_with_program_noise(data_dir: Path) -> None:
-    """CSV printed to the console by `ncu --csv` with ==PROF== lines and program output around it."""
+    """CSV printed to the console by `ncu --csv` with ==PROF== lines and program output around
+    it."""
     session = nsdiag.load(data_dir / "console/basic_raw.csv.gz")
     assert len(session.kernels) == 12
     assert session.kernels["duration_ns"].gt(0).all()
@@ -168,7 +171,11 @@ def test_several_inputs_merge(data_dir: Path) -> None:
     assert len(merged.meta["sources"]) == 2
 
 
-HEADER = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__time_duration.sum","gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed","dram__bytes_read.sum"'
+HEADER = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+    '"Grid Size","Device","CC","gpu__time_duration.sum",'
+    '"gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed","dram__bytes_read.sum"'
+)
 
 
 def _write(tmp_path: Path, text: str, name: str = "x.csv") -> Path:
@@ -184,8 +191,10 @@ def test_synthetic_separators_na_and_noise(tmp_path: Path) -> None:
             "app says hello",
             HEADER,
             '"","","","","","","","","","","","usecond","%","Mbyte"',
-            '"0","11","app","h","k1<int>(float *)","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0","1,130.5","n/a","2,000.5"',
-            '"1","12","app2","h","k2","1","7","(32, 1, 1)","(4, 2, 1)","0","9.0","2.5","81.8","0.5"',
+            '"0","11","app","h","k1<int>(float *)","1","7","(256, 1, 1)","(1, 1, 1)","0","9.0",'
+            '"1,130.5","n/a","2,000.5"',
+            '"1","12","app2","h","k2","1","7","(32, 1, 1)","(4, 2, 1)","0","9.0","2.5","81.8",'
+            '"0.5"',
             "==PROF== Disconnected from process 1",
             "",
         ]
@@ -201,7 +210,8 @@ def test_synthetic_separators_na_and_noise(tmp_path: Path) -> None:
 
 def test_synthetic_older_header_without_launch_columns(tmp_path: Path) -> None:
     text = (
-        '"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream","gpu__time_duration.sum"\n'
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context",'
+        '"Stream","gpu__time_duration.sum"\n'
         '"","","","","","","","","nsecond"\n"0","1","a","h","k","2023-01-01","1","7","100"\n'
     )
     session = nsdiag.load(_write(tmp_path, text))
@@ -230,3 +240,30 @@ def test_truncated_gzip_and_missing_files(tmp_path: Path) -> None:
         nsdiag.load(tmp_path / "nope.csv")
     with pytest.raises(InputError, match="unknown input type"):
         nsdiag.load(_write(tmp_path, "x", "report.bin"))
+
+
+def test_nsys_rep_is_read_through_an_export_readers_never_run(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """Readers start no process: a `.nsys-rep` reads through the fresh export beside it, or the
+    export function passed in (nsdiag.load passes collect's); without either, a clear error."""
+    report = tmp_path / "run.nsys-rep"
+    report.write_bytes(b"report")
+    with pytest.raises(InputError, match="no SQLite export next to it") as info:
+        read_inputs(report)
+    assert "nsdiag.load" in info.value.hint and "nsys export --type sqlite" in info.value.hint
+    recorded = gzip.decompress((data_dir / "nsys" / "sync_heavy.sqlite.gz").read_bytes())
+
+    def export(rep: Path, output: Path) -> Path:
+        assert rep == report and output.parent != tmp_path  # a temporary folder
+        output.write_bytes(recorded)
+        return output
+
+    exported = read_inputs(report, export_nsys_rep=export)
+    assert exported.meta["sources"] == [{"path": str(report), "format": "nsys-rep"}]
+    sibling = tmp_path / "run.sqlite"
+    sibling.write_bytes(recorded)
+    assert len(read_inputs(report).timeline) == len(exported.timeline)  # fresh: read as it is
+    os.utime(sibling, (0, 0))  # older than the report: not used
+    with pytest.raises(InputError, match="no SQLite export next to it"):
+        read_inputs(report)

@@ -15,11 +15,12 @@ import pytest
 import nsdiag
 from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
-from nsdiag.collect import metric_set, plan, session_dir
-from nsdiag.collect.profile import timeline_weights
+from nsdiag.collect import metric_set, plan, rounds, session_dir, signatures
+from nsdiag.collect.weights import timeline_weights
+from nsdiag.model import names
 from nsdiag.model.catalogue import CATALOGUE
 from nsdiag.readers.merge import merge_sessions
-from tests.conftest import DATA
+from tests.conftest import DATA, load_benchmark
 
 STEP = DATA / "profile" / "transformer_step.sqlite.gz"
 
@@ -41,7 +42,10 @@ def test_query_output_parses_in_csv_and_table_form() -> None:
         '"sm__cycles_active","Counter","cycle","# of cycles with at least one warp in flight","1"\n'
     )
     assert metric_set.parse_query(csv_text) == {"dram__bytes_read", "sm__cycles_active"}
-    table = "Device NVIDIA H200 (GH100)\n----\nMetric Name  Metric Type  Metric Unit\ndram__bytes_read  Counter  byte\n"
+    table = (
+        "Device NVIDIA H200 (GH100)\n----\nMetric Name  Metric Type  Metric Unit\n"
+        "dram__bytes_read  Counter  byte\n"
+    )
     assert metric_set.parse_query(table) == {"dram__bytes_read"}
     assert metric_set.parse_query("==ERROR== no device found\n") == set()
 
@@ -92,14 +96,15 @@ def step_timeline() -> pd.DataFrame:
 def test_plan_for_the_recorded_transformer_step(step_timeline: pd.DataFrame) -> None:
     timeline = step_timeline
     kernels = timeline[timeline["kind"] == "kernel"]
-    # nsys's mangled names: Itanium-mangled for C++ kernels, the plain name for extern "C" ones (nvjet)
+    # nsys's mangled names: Itanium-mangled for C++ kernels, the plain name for extern "C" ones
+    # (nvjet)
     assert (kernels["mangled_name"] != "").all() and kernels["mangled_name"].str.startswith(
         "_Z"
     ).mean() > 0.8
     assert (
         kernels["mangled_name"].nunique() == 56 > kernels["short_name"].nunique() == 43
     )  # template instances
-    p = plan.make_plan(timeline, plan.PlanSettings(coverage=0.9, program_s=14.0))
+    p = plan.make_plan(timeline, rounds.PlanSettings(coverage=0.9, program_s=14.0))
     assert p.total_launches == 301 and p.name_base == "mangled" and p.uncovered == ()
     # One run with mangled names reaches the first launch of every launch configuration; two nvjet
     # GEMMs also ran with other K under the same grid (duration groups 1.5x apart), whose first
@@ -115,8 +120,8 @@ def test_plan_for_the_recorded_transformer_step(step_timeline: pd.DataFrame) -> 
     assert {(s.variant, s.variants) for s in second.wanted} <= {(1, 2), (1, 3), (2, 3)}
     assert p.planned_share >= 0.9
     assert (
-        p.launches * plan.SECONDS_PER_LAUNCH["rules"]
-        < p.total_launches * plan.SECONDS_PER_LAUNCH["full"] / 10
+        p.launches * rounds.SECONDS_PER_LAUNCH["rules"]
+        < p.total_launches * rounds.SECONDS_PER_LAUNCH["full"] / 10
     )
 
 
@@ -129,16 +134,16 @@ def test_plan_weighs_a_second_program_run_against_counting_further(
     run ahead at that run's cheapest count, so the answer turns with the program's start-up time.
     (At 16.5 s, what phase 1 measured on the H200, looking ahead at count 4 chose the single run,
     which took 59.2 s where the two runs' estimate is about 55 s.)"""
-    p = plan.make_plan(step_timeline, plan.PlanSettings(coverage=0.9, program_s=program_s))
+    p = plan.make_plan(step_timeline, rounds.PlanSettings(coverage=0.9, program_s=program_s))
     assert [(r.launch_count, r.launches) for r in p.rounds] == runs and p.planned_share >= 0.9
-    one_run = program_s + 92 * plan.SECONDS_PER_LAUNCH["rules"]
+    one_run = program_s + 92 * rounds.SECONDS_PER_LAUNCH["rules"]
     assert p.estimated_s <= one_run
 
 
 def test_duration_groups_split_at_large_gaps_only() -> None:
-    assert plan.duration_groups([10.0, 11.0, 28.0, 10.5, 27.0]) == [0, 0, 1, 0, 1]
-    assert plan.duration_groups([10.0, 14.0, 19.0, 26.0]) == [0, 0, 0, 0]  # steps of < 1.5x
-    assert plan.duration_groups([9.8, 236.0, 30.0]) == [0, 2, 1]
+    assert signatures.duration_groups([10.0, 11.0, 28.0, 10.5, 27.0]) == [0, 0, 1, 0, 1]
+    assert signatures.duration_groups([10.0, 14.0, 19.0, 26.0]) == [0, 0, 0, 0]  # steps of < 1.5x
+    assert signatures.duration_groups([9.8, 236.0, 30.0]) == [0, 2, 1]
 
 
 # ---------------------------------------------------- targeted and full-set verdicts, same step
@@ -146,7 +151,7 @@ def test_duration_groups_split_at_large_gaps_only() -> None:
 
 def verdicts(diagnosis: Diagnosis) -> dict[tuple[str, str, str], tuple[str, str]]:
     return {
-        (plan.normalized(k.name), str(k.grid), str(k.block)): (k.bound, k.limiter)
+        (names.normalized(k.name), str(k.grid), str(k.block)): (k.bound, k.limiter)
         for k in diagnosis.kernels
     }
 
@@ -156,7 +161,9 @@ def targeted_and_full() -> tuple[nsdiag.Session, nsdiag.Session]:
     folder = DATA / "profile"
     targeted = session_dir.assemble([(folder / "targeted.raw.csv.gz", None)], STEP, {})
     assert targeted is not None
-    targeted.kernels = timeline_weights(targeted.kernels, plan.kernel_launches(targeted.timeline))
+    targeted.kernels = timeline_weights(
+        targeted.kernels, signatures.kernel_launches(targeted.timeline)
+    )
     full = merge_sessions(
         [
             session_dir.load_ncu_report(folder / f"full-{n}.raw.csv.gz", None)
@@ -211,17 +218,19 @@ def test_variant_aware_plan_agrees_with_the_full_set(
     every verdict matches the full set's, the two-K GEMM included."""
     _, full = targeted_and_full
     timeline = step_timeline
-    launches = plan.kernel_launches(timeline)
-    p = plan.make_plan(timeline, plan.PlanSettings(coverage=0.9, program_s=14.0))
-    positions = sorted({i for r in p.rounds for i in plan.launch_positions(launches, r)})
+    launches = signatures.kernel_launches(timeline)
+    p = plan.make_plan(timeline, rounds.PlanSettings(coverage=0.9, program_s=14.0))
+    positions = sorted({i for r in p.rounds for i in rounds.launch_positions(launches, r)})
     assert (
         55 <= len(positions) <= p.launches
     )  # the second run repeats first launches of its configurations
     rows = full.kernels.reset_index(drop=True)
     assert [
-        (plan.function_name(n), g, b) for n, g, b in zip(rows["name"], rows["grid"], rows["block"])
+        (names.function_name(n), g, b)
+        for n, g, b in zip(rows["name"], rows["grid"], rows["block"], strict=True)
     ] == [
-        (f, g, b) for f, g, b in zip(launches["function"], launches["grid"], launches["block"])
+        (f, g, b)
+        for f, g, b in zip(launches["function"], launches["grid"], launches["block"], strict=True)
     ]  # same order
     picked = nsdiag.Session(
         kernels=timeline_weights(rows.iloc[positions].reset_index(drop=True), launches)
@@ -250,7 +259,7 @@ def test_duration_group_session_matches_its_full_set() -> None:
         (g["name"], g["variant"]) for g in status["plan"]["signatures"] if g.get("variants", 1) > 1
     }
     k = targeted.kernels
-    matched = set(zip(k["name"], k["timeline_variant"]))
+    matched = set(zip(k["name"], k["timeline_variant"], strict=True))
     assert len(groups) == 3 and groups <= matched
     mine, theirs = verdicts(diagnose(targeted)), verdicts(diagnose(full))
     assert len(mine) == 55 and set(mine) <= set(theirs)
@@ -271,8 +280,8 @@ def test_eight_layer_session_against_its_full_set_differs_only_in_close_calls() 
         ]
     )
     assert len(targeted.kernels) == 92 and len(full.kernels) == 537
-    mine = {(plan.normalized(k.name), k.grid, k.block): k for k in diagnose(targeted).kernels}
-    theirs = {(plan.normalized(k.name), k.grid, k.block): k for k in diagnose(full).kernels}
+    mine = {(names.normalized(k.name), k.grid, k.block): k for k in diagnose(targeted).kernels}
+    theirs = {(names.normalized(k.name), k.grid, k.block): k for k in diagnose(full).kernels}
     assert len(mine) == 53 and set(mine) <= set(theirs)
     assert all(k.bound == theirs[key].bound for key, k in mine.items())
     differ = {key: (k, theirs[key]) for key, k in mine.items() if k.limiter != theirs[key].limiter}
@@ -284,14 +293,7 @@ def test_eight_layer_session_against_its_full_set_differs_only_in_close_calls() 
 def test_bench_summary_reports_ratio_and_differences_from_the_recordings(tmp_path: Path) -> None:
     """`benchmarks/bench_profile.py summary` on the 8-layer recordings: the figures the closing
     note and docs/profile-status.md quote come from this stage."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(
-        "bench_profile", Path(__file__).parents[1] / "benchmarks" / "bench_profile.py"
-    )
-    assert spec and spec.loader
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_benchmark("bench_profile")
     folder = DATA / "profile" / "layers8"
     out = tmp_path / "summary.json"
     assert (

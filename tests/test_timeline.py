@@ -11,7 +11,6 @@ import gzip
 import importlib.util
 import json
 import sqlite3
-import stat
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +21,9 @@ from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program import ANALYSES
 from nsdiag.analysis.rulespec import default_rules, find_rule
 from nsdiag.analysis.timeline import overlap_summary
-from nsdiag.collect import nsys_export
-from nsdiag.errors import InputError, MissingDependencyError
+from nsdiag.errors import InputError
 from nsdiag.model.intervals import enclosing
-from nsdiag.readers import load, nsys_rep, nsys_sqlite, nsys_stats_csv, reader_for
+from nsdiag.readers import load, nsys_sqlite, nsys_stats_csv, reader_for
 
 TIMELINE_RULES = {
     "NSD401": "pageable-memcpy",
@@ -428,7 +426,7 @@ def test_enclosing_matches_brute_force() -> None:
             assert g == (max(inside) if inside else -1)
 
 
-# ---------------------------------------------------------------- rules and nsys export
+# ---------------------------------------------------------------- rules
 
 
 def test_timeline_rules_load_and_are_registered() -> None:
@@ -439,57 +437,6 @@ def test_timeline_rules_load_and_are_registered() -> None:
         assert ANALYSES[rule.analysis][1] == "timeline"
     # No idle gap may count both as launch overhead and as an idle gap.
     assert find_rule("NSD405").params["max_gap_ns"] <= find_rule("NSD404").params["min_gap_ns"]
-
-
-def test_export_argv_is_a_list_and_missing_nsys_says_how_to_export(
-    tmp_path: Path, monkeypatch
-) -> None:
-    nsys = tmp_path / "bin dir" / "nsys"
-    argv = nsys_export.export_argv(nsys, tmp_path / "my report.nsys-rep", tmp_path / "out.sqlite")
-    assert argv == [
-        str(nsys),
-        "export",
-        "--type",
-        "sqlite",
-        "-o",
-        str(tmp_path / "out.sqlite"),
-        "-f",
-        "true",
-        str(tmp_path / "my report.nsys-rep"),
-    ]
-    from nsdiag.collect import tools
-
-    monkeypatch.setattr(tools, "INSTALL_GLOBS", {"nsys": (), "ncu": ()})
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    for var in ("NSYS", "NCU", "CUDA_HOME", "CUDA_PATH"):
-        monkeypatch.delenv(var, raising=False)
-    report = tmp_path / "r.nsys-rep"
-    report.write_bytes(b"x")
-    assert reader_for(report) is nsys_rep.read
-    with pytest.raises(MissingDependencyError) as missing:
-        load(report)
-    assert "nsys export --type sqlite report.nsys-rep" in missing.value.hint
-
-
-def test_nsys_rep_is_exported_with_the_nsys_found(
-    tmp_path: Path, monkeypatch, data_dir: Path
-) -> None:
-    """A stand-in nsys (a script that writes the export) found through $NSYS."""
-    export = tmp_path / "recorded.sqlite"
-    export.write_bytes(gzip.decompress((data_dir / "nsys" / "sync_heavy.sqlite.gz").read_bytes()))
-    fake = tmp_path / "fake nsys"
-    fake.write_text(
-        f"#!/bin/sh\n# args: export --type sqlite -o OUT -f true REP (or --version)\n"
-        f'[ "$1" = --version ] && echo "NVIDIA Nsight Systems version 2025.3.1.0" && exit 0\ncp "{export}" "$5"\n'
-    )
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-    monkeypatch.setenv("NSYS", str(fake))
-    assert nsys_export.find_nsys() == fake
-    report = tmp_path / "my run.nsys-rep"
-    report.write_bytes(b"report")
-    session = load(report)
-    assert session.meta["sources"] == [{"path": str(report), "format": "nsys-rep"}]
-    assert len(session.timeline) == 1043
 
 
 # ---------------------------------------------------------------- the scale benchmark's generator

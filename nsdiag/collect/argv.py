@@ -63,7 +63,8 @@ def function_regex(functions: Iterable[str]) -> str:
 
 def nvtx_include(expression: str) -> str:
     """ncu `--nvtx-include` value: a bare name is a push/pop range (ncu wants a trailing '/');
-    an expression with '/' or '@' (ncu's own syntax, e.g. start/end ranges `domain@range`) is kept."""
+    an expression with '/' or '@' (ncu's own syntax, e.g. start/end ranges `domain@range`) is
+    kept."""
     return expression if ("/" in expression or "@" in expression) else expression + "/"
 
 
@@ -117,7 +118,7 @@ def nsys_profile(
     ]
     if not profile_from_start:
         argv += ["--capture-range", "cudaProfilerApi", "--capture-range-end", "stop"]
-    return argv + ["-f", "true", "-o", str(output), *program]
+    return [*argv, "-f", "true", "-o", str(output), *program]
 
 
 def nsys_export_sqlite(nsys: str | Path, report: str | Path, output: str | Path) -> list[str]:
@@ -132,7 +133,8 @@ def ncu_durations(
     profile_from_start: bool = True,
     nvtx: str | None = None,
 ) -> list[str]:
-    """Phase 1 without nsys: every launch once, duration only (about 0.2 s per launch on the H200)."""
+    """Phase 1 without nsys: every launch once, duration only (about 0.2 s per launch on the
+    H200)."""
     return [
         str(ncu),
         "--metrics",
@@ -183,7 +185,8 @@ def ncu_targeted(
         "--launch-count",
         str(launch_count),
     ]
-    return argv + [
+    return [
+        *argv,
         *_region(profile_from_start, nvtx),
         "--clock-control",
         "none",
@@ -209,7 +212,8 @@ def ncu_full(
     argv = [str(ncu), "--set", "full"]
     if kernel_regex:
         argv += ["-k", f"regex:{kernel_regex}"]
-    return argv + [
+    return [
+        *argv,
         *_region(profile_from_start, nvtx),
         "--clock-control",
         "none",

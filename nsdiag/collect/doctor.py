@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from nsdiag.collect import metric_set, tools
 from nsdiag.collect.argv import DURATION_METRIC, ncu_query_metrics
@@ -18,9 +19,9 @@ from nsdiag.collect.runner import NO_GPU_HINT, PERMISSION_HINT, classify
 from nsdiag.errors import MissingDependencyError
 
 LIBDW_HINT = (
-    "nsys's importer needs libdw.so.1: install it (apt-get install libdw1), or unpack Debian's libdw1 and "
-    "libelf1 packages (dpkg -x) and add their usr/lib/x86_64-linux-gnu to LD_LIBRARY_PATH; until then "
-    "nsdiag falls back to a duration-only ncu pass for the timeline"
+    "nsys's importer needs libdw.so.1: install it (apt-get install libdw1), or unpack Debian's "
+    "libdw1 and libelf1 packages (dpkg -x) and add their usr/lib/x86_64-linux-gnu to "
+    "LD_LIBRARY_PATH; until then nsdiag falls back to a duration-only ncu pass for the timeline"
 )
 # A trivial CUDA program for the counter test: one tiny kernel through PyTorch, when it is there.
 COUNTER_PROGRAM = [
@@ -61,7 +62,7 @@ def run_command(argv: Sequence[str], timeout_s: float) -> tuple[int, str]:
     return done.returncode, (done.stdout or "") + (done.stderr or "")
 
 
-def gpu_info(runner: Runner = run_command) -> dict:
+def gpu_info(runner: Runner = run_command) -> dict[str, Any]:
     """GPUs and driver from nvidia-smi ({} when there is none)."""
     if shutil.which("nvidia-smi") is None:
         return {}
@@ -81,7 +82,10 @@ def gpu_info(runner: Runner = run_command) -> dict:
     for line in out.strip().splitlines():
         fields = [f.strip() for f in line.split(",")]
         if len(fields) >= 2:
-            gpus.append(dict(zip(("name", "driver", "memory", "max_sm_clock"), fields)))
+            # nvidia-smi may give fewer fields (an older driver) or more: name what is there
+            gpus.append(
+                dict(zip(("name", "driver", "memory", "max_sm_clock"), fields, strict=False))
+            )
     return {"gpus": gpus, "driver": gpus[0]["driver"] if gpus else None}
 
 
@@ -136,7 +140,7 @@ def check_nsys_importer(nsys: tools.Tool | None, runner: Runner = run_command) -
         )
     if shutil.which("ldd") is None:
         return Check(name, None, "skipped: ldd not available")
-    code, out = runner(["ldd", str(importers[0])], 30)
+    _, out = runner(["ldd", str(importers[0])], 30)
     missing = sorted(
         {line.split("=>")[0].strip() for line in out.splitlines() if "not found" in line}
     )

@@ -10,7 +10,8 @@ from nsdiag.errors import InputError, MissingDependencyError, ProfilerError
 
 EXPORT_HINT = (
     "export it where nsys is installed: nsys export --type sqlite report.nsys-rep "
-    "(writes report.sqlite), then pass the .sqlite file; or install Nsight Systems, or set NSYS=/path/to/nsys"
+    "(writes report.sqlite), then pass the .sqlite file; or install Nsight Systems, or set "
+    "NSYS=/path/to/nsys"
 )
 
 
@@ -50,6 +51,7 @@ def export_sqlite(report: Path, output: Path, timeout_s: float = 600.0) -> Path:
         tail = (done.stderr or done.stdout or "").strip().splitlines()[-3:]
         raise ProfilerError(
             f"nsys export of {report} failed (exit {done.returncode}): {' | '.join(tail)}",
-            "check that the report is complete and that this nsys is as new as the one that recorded it",
+            "check that the report is complete and that this nsys is as new as the one that "
+            "recorded it",
         )
     return output

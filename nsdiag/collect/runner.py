@@ -7,6 +7,7 @@ Nothing is left running whatever happens: interrupt, error, timeout.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -17,12 +18,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, BinaryIO
 
 from nsdiag.errors import NsdiagError, ProfilerError
 
 PERMISSION_HINT = (
-    "run nsdiag as root (sudo), or allow every user to profile: set the NVIDIA driver module option "
-    "NVreg_RestrictProfilingToAdminUsers=0 (a line 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' "
+    "run nsdiag as root (sudo), or allow every user to profile: set the NVIDIA driver module "
+    "option NVreg_RestrictProfilingToAdminUsers=0 (a line "
+    "'options nvidia NVreg_RestrictProfilingToAdminUsers=0' "
     "in a file under /etc/modprobe.d/, then reload the driver or reboot); "
     "see https://developer.nvidia.com/ERR_NVGPUCTRPERM"
 )
@@ -34,7 +37,8 @@ NO_GPU_HINT = "run on a machine with an NVIDIA GPU and its driver (nvidia-smi mu
 # `--set full` slices counted 0 of 180 launches, the same slice without a count 177 of 177), so
 # whatever stands between the quoted name and the colon is accepted.
 _PROGRESS = re.compile(
-    r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<index>\d+))?[^":]*: .*?(?P<passes>\d+) pass(?:es)?\b'
+    r'^==PROF== Profiling "(?P<name>.*)"(?: - (?P<index>\d+))?[^":]*: '
+    r".*?(?P<passes>\d+) pass(?:es)?\b"
 )
 # Known failure texts, most specific first (ncu, nsys, the CUDA runtime, PyTorch).
 PROBLEMS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -46,7 +50,8 @@ PROBLEMS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "no-gpu",
         re.compile(
             r"no CUDA-capable device|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE|found no NVIDIA driver"
-            r"|couldn't communicate with the NVIDIA driver|libcuda\.so[.\d]*: cannot open shared object"
+            r"|couldn't communicate with the NVIDIA driver"
+            r"|libcuda\.so[.\d]*: cannot open shared object"
             r"|CUDA driver version is insufficient|No supported GPU|no devices? (?:were )?found",
             re.I,
         ),
@@ -130,46 +135,19 @@ def run(
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    problems: list[Problem] = []
-    profiled = 0
     with log.open("ab") as log_file:
         log_file.write(f"$ {shlex.join(argv)}\n".encode())
         log_file.flush()
         out_file = stdout_to.open("wb") if stdout_to else None
         try:
-            try:
-                proc = subprocess.Popen(
-                    list(argv),
-                    cwd=cwd,
-                    env=dict(env) if env is not None else None,
-                    stdin=subprocess.DEVNULL,
-                    stdout=out_file or subprocess.PIPE,
-                    stderr=subprocess.PIPE if out_file else subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            except OSError as exc:
-                raise ProfilerError(
-                    f"cannot start {argv[0]}: {exc.strerror or exc}",
-                    "check the path, or pass the tool with --ncu / --nsys",
-                ) from exc
+            proc = _start(argv, cwd, env, out_file)
             timer = _watchdog(proc, timeout_s)
             try:
                 stream = proc.stderr if out_file else proc.stdout
                 assert stream is not None
-                for raw in iter(stream.readline, b""):
-                    log_file.write(raw)
-                    line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                    match = _PROGRESS.match(line)
-                    if match:
-                        profiled += 1
-                        if on_progress:
-                            on_progress(profiled, match.group("name"))
-                        continue
-                    problem = classify(line)
-                    if problem:
-                        problems.append(problem)
-                    if on_output and not out_file:
-                        on_output(line)
+                profiled, problems = _follow(
+                    stream, log_file, None if out_file else on_output, on_progress
+                )
                 returncode = proc.wait()
             finally:
                 if timer is not None:
@@ -192,11 +170,63 @@ def run(
     )
 
 
+def _start(
+    argv: Sequence[str],
+    cwd: Path | None,
+    env: Mapping[str, str] | None,
+    out_file: BinaryIO | None,
+) -> subprocess.Popen[bytes]:
+    """The child in a process group of its own; its output on a pipe, or standard output into
+    `out_file` and standard error on the pipe."""
+    try:
+        return subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=subprocess.DEVNULL,
+            stdout=out_file or subprocess.PIPE,
+            stderr=subprocess.PIPE if out_file else subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ProfilerError(
+            f"cannot start {argv[0]}: {exc.strerror or exc}",
+            "check the path, or pass the tool with --ncu / --nsys",
+        ) from exc
+
+
+def _follow(
+    stream: IO[bytes],
+    log_file: BinaryIO,
+    on_output: Callable[[str], None] | None,
+    on_progress: Callable[[int, str], None] | None,
+) -> tuple[int, list[Problem]]:
+    """Read the child's output to its end into the log: progress lines counted (launches
+    profiled), the others checked for known failures and passed on."""
+    profiled = 0
+    problems: list[Problem] = []
+    for raw in iter(stream.readline, b""):
+        log_file.write(raw)
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        match = _PROGRESS.match(line)
+        if match:
+            profiled += 1
+            if on_progress:
+                on_progress(profiled, match.group("name"))
+            continue
+        problem = classify(line)
+        if problem:
+            problems.append(problem)
+        if on_output:
+            on_output(line)
+    return profiled, problems
+
+
 class _Watchdog(threading.Timer):
     fired = False
 
 
-def _watchdog(proc: subprocess.Popen, timeout_s: float | None) -> _Watchdog | None:
+def _watchdog(proc: subprocess.Popen[bytes], timeout_s: float | None) -> _Watchdog | None:
     if not timeout_s:
         return None
 
@@ -232,7 +262,7 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def stop_group(proc: subprocess.Popen, grace_s: tuple[float, float] = (3.0, 2.0)) -> None:
+def stop_group(proc: subprocess.Popen[bytes], grace_s: tuple[float, float] = (3.0, 2.0)) -> None:
     """SIGINT (ncu and nsys finish their files), then SIGTERM, then SIGKILL to the whole group."""
     pgid = proc.pid  # start_new_session: the leader's pid is the group id
     for sig, wait in (
@@ -251,10 +281,8 @@ def stop_group(proc: subprocess.Popen, grace_s: tuple[float, float] = (3.0, 2.0)
             if proc.poll() is not None and not group_alive(pgid):
                 break
             time.sleep(0.05)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def failure(result: RunResult, what: str, session_dir: Path | None = None) -> NsdiagError | None:

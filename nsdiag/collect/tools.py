@@ -38,12 +38,14 @@ INSTALL_GLOBS: dict[str, tuple[str, ...]] = {
 }
 HINTS = {
     "ncu": (
-        "install Nsight Compute (part of the CUDA toolkit; or https://developer.nvidia.com/nsight-compute), "
-        "put ncu on PATH, set CUDA_HOME, or pass --ncu /path/to/ncu"
+        "install Nsight Compute (part of the CUDA toolkit; or "
+        "https://developer.nvidia.com/nsight-compute), put ncu on PATH, set CUDA_HOME, or pass "
+        "--ncu /path/to/ncu"
     ),
     "nsys": (
-        "install Nsight Systems (https://developer.nvidia.com/nsight-systems; Nsight Compute also ships one "
-        "under host/target-linux-x64/nsys), put nsys on PATH, or pass --nsys /path/to/nsys"
+        "install Nsight Systems (https://developer.nvidia.com/nsight-systems; Nsight Compute also "
+        "ships one under host/target-linux-x64/nsys), put nsys on PATH, or pass "
+        "--nsys /path/to/nsys"
     ),
 }
 VersionProbe = Callable[[Path], str | None]
@@ -60,7 +62,8 @@ class Tool:
 
 
 def parse_version(text: str) -> str | None:
-    """'Version 2025.3.1.0 (build 36398880)' or 'NVIDIA Nsight Systems version 2025.3.1.0-...' -> '2025.3.1.0'."""
+    """'Version 2025.3.1.0 (build 36398880)' or 'NVIDIA Nsight Systems version 2025.3.1.0-...'
+    -> '2025.3.1.0'."""
     match = _VERSION.search(text)
     if not match:
         return None
@@ -181,7 +184,8 @@ def describe(tools: Sequence[Tool | None]) -> dict[str, dict[str, str]]:
 
 
 def query_metrics(ncu: Path, timeout_s: float = 120.0) -> str | None:
-    """`ncu --query-metrics --csv`: the metrics the GPUs here offer (base names); None when it fails."""
+    """`ncu --query-metrics --csv`: the metrics the GPUs here offer (base names); None when it
+    fails."""
     try:
         done = subprocess.run(
             ncu_query_metrics(ncu),

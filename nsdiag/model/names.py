@@ -38,7 +38,8 @@ _OPERATORS = [
 _LAMBDA_EDG = re.compile(r"\[lambda\((?:[^()]|\([^()]*\))*\) \(instance (\d+)\)\]")
 _LAMBDA_GCC = re.compile(r"\{lambda\((?:[^()]|\([^()]*\))*\)#(\d+)\}")
 _ANON = re.compile(r"\(anonymous namespace\)::|`anonymous namespace'::|_GLOBAL__N_1::|<unnamed>::")
-# Inline/versioned namespaces libraries add for ABI reasons (cub::CUB_200200_900_NS, thrust::THRUST_..._NS).
+# Inline/versioned namespaces libraries add for ABI reasons (cub::CUB_200200_900_NS,
+# thrust::THRUST_..._NS).
 _VERSIONED_NS = re.compile(r"^(?:[A-Z]+_\d+(?:_\d+)*_NS|__\d+|_V\d+|__cxx11|detail)$")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _UNINFORMATIVE = frozenset(
@@ -177,7 +178,8 @@ def _truncate(text: str, max_len: int) -> str:
 
 
 def short_name(full: str, max_len: int = MAX_LEN) -> str:
-    """A short readable name for a (demangled) kernel name; the input itself when nothing shortens."""
+    """A short readable name for a (demangled) kernel name; the input itself when nothing
+    shortens."""
     name = " ".join(str(full).split())
     if not name:
         return ""
@@ -239,3 +241,53 @@ def short_names(names: Iterable[str], max_len: int = MAX_LEN) -> dict[str, str]:
             else:
                 out[member] = short
     return out
+
+
+# -- matching a kernel across tools ------------------------------------------------------------
+# nsys and ncu spell one kernel differently (namespace qualifiers, casts on template integers);
+# the profile's plan matches its signatures to the profiled kernels by these two forms.
+
+_CAST = re.compile(
+    r"\((?:unsigned |signed )?(?:int|long|long long|short|char|bool|unsigned)\)(?=-?\w)"
+)
+_QUALIFIER = re.compile(r"(?:[A-Za-z_]\w*|<unnamed>|\(anonymous namespace\))::")
+
+
+def function_name(name: str) -> str:
+    """The bare function name of a demangled kernel name, as ncu's `function` name base and nsys's
+    short name have it: 'void at::native::f<4, g<float>>(int, T2)' -> 'f'."""
+    text = name.strip()
+    for opener, closer in (("(", ")"), ("<", ">")):  # parameters, then template arguments
+        if text.endswith(closer):
+            start = _matching_open(text, opener, closer)
+            if start > 0:
+                text = text[:start]
+    depth, cut = 0, 0
+    for i, ch in enumerate(text):  # the last '::' or space outside brackets
+        if ch in "<([":
+            depth += 1
+        elif ch in ">)]":
+            depth -= 1
+        elif depth == 0 and (ch == " " or (ch == ":" and text[i - 1 : i] == ":")):
+            cut = i + 1
+    return text[cut:] or name
+
+
+def _matching_open(text: str, opener: str, closer: str) -> int:
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        if text[i] == closer:
+            depth += 1
+        elif text[i] == opener:
+            depth -= 1
+            if depth == 0:
+                return i
+    return -1
+
+
+def normalized(name: str) -> str:
+    """A demangled name with the spelling differences between nsys and ncu removed (namespace
+    qualifiers, casts on template integers, spaces), to match a profiled kernel to its signature."""
+    text = _CAST.sub("", str(name))
+    text = _QUALIFIER.sub("", text)
+    return re.sub(r"\s+", "", text)

@@ -1,15 +1,24 @@
-"""Readers: one module per input format, each returning a Session; `load` picks by sniffing."""
+"""Readers: one module per input format, each returning a Session; `load` picks by sniffing.
+
+Readers never start a process: a `.nsys-rep` report is read through a SQLite export, made by the
+`export_nsys_rep` function the caller passes (`nsdiag.load` passes nsdiag.collect's).
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nsdiag.errors import InputError
 from nsdiag.model import store
 from nsdiag.model.session import Session
 from nsdiag.readers.merge import merge_sessions
 from nsdiag.readers.text_input import read_text
+
+if TYPE_CHECKING:
+    from nsdiag.readers.nsys_rep import SqliteExport
 
 
 def _sniff_csv(path: Path) -> Callable[[Path], Session]:
@@ -32,7 +41,9 @@ def _sniff_csv(path: Path) -> Callable[[Path], Session]:
     )
 
 
-def reader_for(path: Path) -> Callable[[Path], Session]:
+def reader_for(
+    path: Path, export_nsys_rep: SqliteExport | None = None
+) -> Callable[[Path], Session]:
     name = path.name.lower()
     if store.is_session_dir(path):
         return store.load
@@ -54,7 +65,9 @@ def reader_for(path: Path) -> Callable[[Path], Session]:
     if name.endswith(".nsys-rep"):
         from nsdiag.readers import nsys_rep
 
-        return nsys_rep.read
+        if export_nsys_rep is None:
+            return nsys_rep.read
+        return functools.partial(nsys_rep.read, export=export_nsys_rep)
     if name.endswith((".csv", ".csv.gz", ".txt", ".txt.gz", ".log")):
         return _sniff_csv(path)
     raise InputError(
@@ -64,11 +77,15 @@ def reader_for(path: Path) -> Callable[[Path], Session]:
     )
 
 
-def load(paths: str | Path | Iterable[str | Path]) -> Session:
-    """Read one or several inputs into one Session."""
+def load(
+    paths: str | Path | Iterable[str | Path], export_nsys_rep: SqliteExport | None = None
+) -> Session:
+    """Read one or several inputs into one Session. `export_nsys_rep(report, output)` writes a
+    `.nsys-rep` report's SQLite export (without it, only reports with a fresh export beside them
+    can be read)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    sessions = [reader_for(Path(p))(Path(p)) for p in paths]
+    sessions = [reader_for(Path(p), export_nsys_rep)(Path(p)) for p in paths]
     if not sessions:
         raise InputError("no input given", "pass a session folder, a .ncu-rep or an ncu CSV export")
     return sessions[0] if len(sessions) == 1 else merge_sessions(sessions)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pandas as pd
 
@@ -60,9 +61,9 @@ def build_session(
     )
 
 
-def device_info(kernels: pd.DataFrame, raw: pd.DataFrame) -> dict:
+def device_info(kernels: pd.DataFrame, raw: pd.DataFrame) -> dict[str, Any]:
     """Name, compute capability and SM count of the (first) profiled device."""
-    info: dict = {}
+    info: dict[str, Any] = {}
     for col in ("device__attribute_display_name", "device__attribute_device_name"):
         if col in raw and raw[col].notna().any():
             info["name"] = str(raw[col].dropna().iloc[0])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from nsdiag.model.catalogue import IDENTITY_COLUMNS
@@ -27,7 +29,7 @@ def merge_sessions(sessions: list[Session]) -> Session:
         rules.append(r)
         offset += len(k)
     raw_units: dict[str, str] = {}
-    meta: dict = {"sources": [], "device": {}}
+    meta: dict[str, Any] = {"sources": [], "device": {}}
     for s in sessions:
         raw_units.update(s.raw_units)
         meta["sources"].extend(s.meta.get("sources", []))

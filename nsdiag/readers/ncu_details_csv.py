@@ -30,6 +30,23 @@ _RULE_COLUMNS = {
 
 
 def read(path: Path) -> Session:
+    frame = _launch_rows(path)
+    # ID identifies a launch; keep first-seen order.
+    ids = list(dict.fromkeys(frame["ID"]))
+    raw, raw_units, extra = _metrics(frame, ids)
+    return build_session(
+        _identity(frame, ids),
+        raw,
+        raw_units,
+        source=str(path),
+        fmt="ncu-details-csv",
+        rule_results=_rule_results(frame, ids),
+        extra_canonical=extra,
+    )
+
+
+def _launch_rows(path: Path) -> pd.DataFrame:
+    """The export's rows that belong to a launch, as text, after checking the columns."""
     text = read_text(path)
     block = csv_block(text, '"ID",', path, "an ncu details CSV export")
     try:
@@ -51,9 +68,12 @@ def read(path: Path) -> Session:
     frame = frame[frame["ID"].str.strip().str.isdigit()]
     if frame.empty:
         raise InputError(f"{path} has a header but no rows", "profile at least one kernel launch")
+    return frame
+
+
+def _identity(frame: pd.DataFrame, ids: list[str]) -> pd.DataFrame:
+    """One row per launch: its name, grid, block, ... and innermost NVTX range."""
     identity_cols = [h for h in frame.columns if h in IDENTITY_HEADERS]
-    # ID identifies a launch; keep first-seen order.
-    ids = list(dict.fromkeys(frame["ID"]))
     first_rows = frame.drop_duplicates("ID").set_index("ID").loc[ids]
     identity = first_rows.reset_index()[identity_cols].rename(columns=IDENTITY_HEADERS)
     nvtx_cols = [h for h in frame.columns if h.startswith(NVTX_PREFIXES)]
@@ -65,7 +85,14 @@ def read(path: Path) -> Session:
             .map(innermost_nvtx_range)
             .to_numpy()
         )
+    return identity
 
+
+def _metrics(
+    frame: pd.DataFrame, ids: list[str]
+) -> tuple[pd.DataFrame, dict[str, str], pd.DataFrame]:
+    """Metric values in base units: rows named by ncu metric name as raw metrics (with their
+    units), rows named by label as canonical metrics through the catalogue's label table."""
     metric_rows = frame[frame["Metric Name"] != ""]
     values = pd.to_numeric(
         metric_rows["Metric Value"].str.replace(",", "", regex=False), errors="coerce"
@@ -81,7 +108,7 @@ def read(path: Path) -> Session:
     raw = named.pivot_table(index="ID", columns="Metric Name", values="value", aggfunc="first")
     raw = raw.reindex(ids).reset_index(drop=True)
     raw.columns.name = None
-    raw_units = dict(zip(named["Metric Name"], named["base_unit"]))
+    raw_units = dict(zip(named["Metric Name"], named["base_unit"], strict=True))
 
     # Rows named by label are mapped through the catalogue's label table.
     # Labels identify a metric only in a section's header and body tables, not inside charts
@@ -90,21 +117,11 @@ def read(path: Path) -> Session:
     labelled = metric_rows[~by_name & ~in_chart]
     labelled = labelled.assign(key=labelled["Section Name"] + "/" + labelled["Metric Name"])
     per_launch = {
-        launch_id: canonical_from_labels(dict(zip(group["key"], group["value"])))
+        launch_id: canonical_from_labels(dict(zip(group["key"], group["value"], strict=True)))
         for launch_id, group in labelled.groupby("ID", sort=False)
     }
     extra = pd.DataFrame([per_launch.get(launch_id, {}) for launch_id in ids])
-
-    rules = _rule_results(frame, ids)
-    return build_session(
-        identity,
-        raw,
-        raw_units,
-        source=str(path),
-        fmt="ncu-details-csv",
-        rule_results=rules,
-        extra_canonical=extra,
-    )
+    return raw, raw_units, extra
 
 
 def _rule_results(frame: pd.DataFrame, ids: list[str]) -> pd.DataFrame:

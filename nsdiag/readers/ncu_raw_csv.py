@@ -70,7 +70,8 @@ def read(path: Path) -> Session:
         raise InputError(
             f"{path} has a header but no kernel rows", "profile at least one kernel launch"
         )
-    units = dict(zip(header, units_row))
+    # a units row may be shorter than the header (trailing empty cells): those have no unit
+    units = dict(zip(header, units_row, strict=False))
     metric_cols = [c for c in frame.columns if c not in IDENTITY_HEADERS and c not in nvtx_cols]
     raw, raw_units = _to_base_units(frame[metric_cols], units)
     ident = frame[identity].rename(columns=IDENTITY_HEADERS).fillna("")

@@ -18,13 +18,13 @@ from nsdiag.model.units import parse_unit
 from nsdiag.readers.kernel_table import build_session
 
 # The CSV export prints OK messages as INF; use its words so every input reads the same.
-_RULE_TYPES = {0: "NONE", 1: "INF", 2: "OPT", 3: "WRN", 4: "ERR"}
-_SPEEDUP_TYPES = {0: "", 1: "local", 2: "global"}
+_RULE_TYPES: dict[object, str] = {0: "NONE", 1: "INF", 2: "OPT", 3: "WRN", 4: "ERR"}
+_SPEEDUP_TYPES: dict[object, str] = {0: "", 1: "local", 2: "global"}
 
 
 def _import_ncu_report() -> Any:
     try:
-        import ncu_report  # type: ignore[import-not-found]
+        import ncu_report
     except ImportError as exc:
         raise MissingDependencyError(
             "reading .ncu-rep files needs NVIDIA's ncu-report package",
@@ -136,7 +136,8 @@ def _as_dict(value: Any) -> dict[str, Any]:
 
 
 def _flatten_links(text: str) -> str:
-    """ncu's '@url:Text:Link@' and '@section:Id:Text@' markup -> Text, as the CSV export shows it."""
+    """ncu's '@url:Text:Link@' and '@section:Id:Text@' markup -> Text, as the CSV export shows
+    it."""
     text = re.sub(r"@url:([^:@]*):[^@]*@", r"\1", text)
     return re.sub(r"@(?:section|sass):[^:@]*:([^@]*)@", r"\1", text)
 

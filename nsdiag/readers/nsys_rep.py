@@ -1,13 +1,28 @@
-"""Reader for `.nsys-rep` reports: exported to SQLite by nsys (collect/), then read as such."""
+"""Reader for `.nsys-rep` reports: read through their SQLite export.
+
+Readers never start a process: the export comes from nsys next to the report (`x.sqlite`, newer
+than `x.nsys-rep`), or from the `export` function the caller passes in. `nsdiag.load` passes
+nsdiag.collect's, which runs `nsys export` into a temporary folder.
+"""
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-from nsdiag.collect.nsys_export import export_sqlite
+from nsdiag.errors import InputError
 from nsdiag.model.session import Session
 from nsdiag.readers import nsys_sqlite
+
+# (report, output) -> the SQLite database written at `output`
+SqliteExport = Callable[[Path, Path], Path]
+
+NO_EXPORT_HINT = (
+    "read it with nsdiag.load or the nsdiag command line (they run nsys export), or export it "
+    "yourself: nsys export --type sqlite report.nsys-rep (writes report.sqlite), then pass the "
+    ".sqlite file"
+)
 
 
 def _fresh_export(report: Path) -> Path | None:
@@ -18,13 +33,18 @@ def _fresh_export(report: Path) -> Path | None:
     return None
 
 
-def read(path: Path) -> Session:
+def read(path: Path, export: SqliteExport | None = None) -> Session:
     existing = _fresh_export(path) if path.is_file() else None
     if existing is not None:
         session = nsys_sqlite.read(existing)
+    elif export is None:
+        raise InputError(
+            f"{path} has no SQLite export next to it, and reading it needs nsys to make one",
+            NO_EXPORT_HINT,
+        )
     else:
         # Export to a temporary folder: the report's own folder may be read-only.
         with tempfile.TemporaryDirectory(prefix="nsdiag-nsys-") as tmp:
-            session = nsys_sqlite.read(export_sqlite(path, Path(tmp) / "export.sqlite"))
+            session = nsys_sqlite.read(export(path, Path(tmp) / "export.sqlite"))
     session.meta["sources"] = [{"path": str(path), "format": "nsys-rep"}]
     return session

@@ -16,6 +16,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -72,7 +73,8 @@ COPY_NAMES = {
     "PtoP": "Peer-to-Peer",
 }
 # Calls that block the calling host thread until GPU work finishes. cudaStreamWaitEvent is not
-# one (it orders streams on the GPU); synchronous cudaMemcpy* is (only the *Async ones return early).
+# one (it orders streams on the GPU); synchronous cudaMemcpy* is (only the *Async ones return
+# early).
 BLOCKING_SYNC = re.compile(
     r"^(cuda(Device|Stream|Event|Thread|Ctx)Synchronize|cu(Ctx|Stream|Event)Synchronize"
     r"|cudaMemcpy(?!\w*Async)\w*|cuMemcpy(?!\w*Async)\w*)$"
@@ -80,7 +82,8 @@ BLOCKING_SYNC = re.compile(
 _VERSION_SUFFIX = r"_v\d+$"
 _TID_BITS = 0xFFFFFF  # nsys serialises ids as hw(8) | vm(8) | pid(24) | tid(24)
 # mangled_name: what ncu matches with `--kernel-name-base mangled` (unique per template instance)
-_ACTIVITY_COLUMNS = TIMELINE_COLUMNS + (
+_ACTIVITY_COLUMNS = (
+    *TIMELINE_COLUMNS,
     "short_name",
     "mangled_name",
     "thread_id",
@@ -226,8 +229,9 @@ def _strings(con: sqlite3.Connection, schema: Schema) -> dict[int, str]:
 def _enum(
     con: sqlite3.Connection, schema: Schema, table: str, fallback: dict[int, str]
 ) -> dict[int, str]:
-    """id -> label from an ENUM_* table (CUDA_MEMCPY_KIND_HTOD -> HtoD, ..._KIND_PAGEABLE -> pageable,
-    ..._TYPE_STREAM_SYNCHRONIZE -> stream_synchronize), or the CUPTI values when it is missing."""
+    """id -> label from an ENUM_* table (CUDA_MEMCPY_KIND_HTOD -> HtoD, ..._KIND_PAGEABLE ->
+    pageable, ..._TYPE_STREAM_SYNCHRONIZE -> stream_synchronize), or the CUPTI values when it is
+    missing."""
     if "name" not in schema.get(table, {}):
         return dict(fallback)
     out = {}
@@ -265,7 +269,7 @@ def _api_calls(con: sqlite3.Connection, schema: Schema, strings: dict[int, str])
     ]
     frames = [f for f in frames if len(f)]
     if not frames:
-        return empty_frame(API_COLUMNS + ("sync_type", "stream", "thread_key", "nvtx_range"))
+        return empty_frame((*API_COLUMNS, "sync_type", "stream", "thread_key", "nvtx_range"))
     raw = pd.concat(frames, ignore_index=True)
     # Names and the sync test are computed once per distinct name id, then spread by index.
     inverse, ids = pd.factorize(raw["name_id"].to_numpy())
@@ -288,7 +292,7 @@ def _api_calls(con: sqlite3.Connection, schema: Schema, strings: dict[int, str])
     api["duration_ns"] = api["end_ns"] - api["start_ns"]
     api = _add_sync_records(con, schema, api)
     api = api.iloc[np.argsort(api["start_ns"].to_numpy(), kind="stable")]
-    return api[list(API_COLUMNS) + ["sync_type", "stream", "thread_key"]]
+    return api[[*API_COLUMNS, "sync_type", "stream", "thread_key"]]
 
 
 def _add_sync_records(con: sqlite3.Connection, schema: Schema, api: pd.DataFrame) -> pd.DataFrame:
@@ -318,7 +322,8 @@ def _add_sync_records(con: sqlite3.Connection, schema: Schema, api: pd.DataFrame
 
 def _pick(values: np.ndarray, found: np.ndarray, default: object) -> np.ndarray:
     """values[found], with `default` where found is -1 (get_indexer's 'no match')."""
-    return np.append(values, np.array([default], dtype=values.dtype))[found]
+    picked: np.ndarray = np.append(values, np.array([default], dtype=values.dtype))[found]
+    return picked
 
 
 def _call_key(pid: pd.Series | np.ndarray, correlation: pd.Series | np.ndarray) -> np.ndarray:
@@ -342,7 +347,7 @@ def _nvtx(con: sqlite3.Connection, schema: Schema, strings: dict[int, str]) -> p
     types = _range_event_types(con, schema)
     where = f'"end" IS NOT NULL AND eventType IN ({", ".join(map(str, types))})'
     raw = _query(con, schema, "NVTX_EVENTS", columns, where if "NVTX_EVENTS" in schema else "")
-    out_columns = list(NVTX_COLUMNS) + ["thread_key"]
+    out_columns = [*NVTX_COLUMNS, "thread_key"]
     if not len(raw):
         return empty_frame(tuple(out_columns))
     text = raw["text"].astype("object")
@@ -551,7 +556,8 @@ def _attribute(timeline: pd.DataFrame, api: pd.DataFrame, nvtx: pd.DataFrame) ->
 def _range_names(
     nvtx: pd.DataFrame, thread_keys: np.ndarray | pd.Series, times: np.ndarray | pd.Series
 ) -> np.ndarray:
-    """Name of the innermost NVTX range on `thread_keys[i]` that encloses `times[i]` (NaN if none)."""
+    """Name of the innermost NVTX range on `thread_keys[i]` that encloses `times[i]` (NaN if
+    none)."""
     out = np.full(len(times), np.nan, dtype=object)
     if not len(nvtx) or not len(times):
         return out
@@ -572,8 +578,8 @@ def _range_names(
 # ---------------------------------------------------------------- meta
 
 
-def _meta(con: sqlite3.Connection, schema: Schema, source: str) -> dict:
-    meta: dict = {"sources": [{"path": source, "format": "nsys-sqlite"}]}
+def _meta(con: sqlite3.Connection, schema: Schema, source: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"sources": [{"path": source, "format": "nsys-sqlite"}]}
     if devices := _devices(con, schema):
         meta["device"], meta["devices"] = devices[0], devices
     info = (
@@ -603,12 +609,12 @@ _GPU_FIELDS = {
 }
 
 
-def _devices(con: sqlite3.Connection, schema: Schema) -> list[dict]:
+def _devices(con: sqlite3.Connection, schema: Schema) -> list[dict[str, Any]]:
     frame = _query(con, schema, "TARGET_INFO_GPU", _GPU_FIELDS)
     devices = []
     for row in frame.to_dict("records"):
         info = {
-            k: (v.item() if hasattr(v, "item") else v)
+            str(k): (v.item() if hasattr(v, "item") else v)
             for k, v in row.items()
             if v is not None and not pd.isna(v)
         }

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -84,7 +85,7 @@ def read(path: Path) -> Session:
         frame = pd.read_csv(io.StringIO("\n".join(lines[header:])), skip_blank_lines=True)
     except (pd.errors.ParserError, ValueError) as exc:
         raise InputError(f"{path}: malformed {report} CSV: {exc}", "re-export the report") from exc
-    meta: dict = {"sources": [{"path": str(path), "format": f"nsys-stats-{report}"}]}
+    meta: dict[str, Any] = {"sources": [{"path": str(path), "format": f"nsys-stats-{report}"}]}
     if report != "cuda_gpu_trace":
         meta[f"nsys_{report}"] = _summary(frame)
         return Session(meta=meta)
@@ -111,11 +112,11 @@ def _base_units(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _summary(frame: pd.DataFrame) -> list[dict]:
+def _summary(frame: pd.DataFrame) -> list[dict[str, Any]]:
     table = _base_units(frame)
     return [
         {
-            k: (None if pd.isna(v) else (v.item() if hasattr(v, "item") else v))
+            str(k): (None if pd.isna(v) else (v.item() if hasattr(v, "item") else v))
             for k, v in row.items()
         }
         for row in table.to_dict("records")

@@ -1,6 +1,5 @@
 """What every nsdiag command shares on the command line: one line and an exit code for an
-error or Ctrl-C, never a traceback, and `-h` for help. Its own module because cli.py imports
-cli_profile.py, which needs the same."""
+error or Ctrl-C, never a traceback, and `-h` for help."""
 
 from __future__ import annotations
 
@@ -8,13 +7,15 @@ import contextlib
 import functools
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import ParamSpec, TypeVar
 
 import click
 
 from nsdiag.errors import NsdiagError
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @contextlib.contextmanager
@@ -29,11 +30,11 @@ def errors_as_one_line() -> Iterator[None]:
         sys.exit(130)
 
 
-def one_line_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
     """`errors_as_one_line` around a command that also runs outside the main group (tests)."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         with errors_as_one_line():
             return command(*args, **kwargs)
 

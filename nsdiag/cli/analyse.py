@@ -1,31 +1,29 @@
-"""Command line: thin click glue. The only place that prints and turns errors into exit codes."""
+"""`nsdiag load`, `explain` and `report`: recorded profiler outputs in, a diagnosis out."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from nsdiag import __version__
-from nsdiag.cli_errors import CONTEXT, errors_as_one_line
+if TYPE_CHECKING:
+    from nsdiag.analysis.diagnosis import Diagnosis
+    from nsdiag.model.session import Session
 
 INPUT_HELP = "session folder, .ncu-rep, ncu CSV export (raw or details page); several may be given"
+inputs_argument = click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+kernel_option = click.option(
+    "-k",
+    "--kernel",
+    "kernel",
+    metavar="PATTERN",
+    help="only kernels whose name matches this regular expression",
+)
 
 
-class _Group(click.Group):
-    def invoke(self, ctx: click.Context):  # one clear line, never a traceback
-        with errors_as_one_line():
-            return super().invoke(ctx)
-
-
-@click.group(cls=_Group, context_settings=CONTEXT)
-@click.version_option(__version__, prog_name="nsdiag")
-def main() -> None:
-    """Why is my CUDA kernel slow, and what do I change?"""
-
-
-@main.command()
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.command()
+@inputs_argument
 @click.option(
     "-o",
     "--output",
@@ -44,7 +42,7 @@ def load(inputs: tuple[Path, ...], output: Path) -> None:
     click.echo(f"{len(session.kernels)} kernel launches from {len(inputs)} input(s) -> {output}")
 
 
-def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None):
+def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None) -> tuple[Session, Diagnosis]:
     from nsdiag import load as load_inputs
     from nsdiag.analysis.engine import diagnose
     from nsdiag.analysis.filters import keep_kernels
@@ -55,18 +53,12 @@ def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None):
     return session, diagnose(session)
 
 
-@main.command(
-    help="Say what limits each kernel, why, and what to change, ranked by the time a fix would save. "
-    "INPUTS: " + INPUT_HELP + "."
+@click.command(
+    help="Say what limits each kernel, why, and what to change, ranked by the time a fix would "
+    "save. INPUTS: " + INPUT_HELP + "."
 )
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "-k",
-    "--kernel",
-    "kernel",
-    metavar="PATTERN",
-    help="only kernels whose name matches this regular expression",
-)
+@inputs_argument
+@kernel_option
 @click.option("--top", default=3, show_default=True, help="findings shown per kernel")
 @click.option("--top-kernels", default=10, show_default=True, help="kernel signatures shown")
 @click.option(
@@ -89,38 +81,11 @@ def explain(
         click.echo(render_text(diagnosis, top=top, kernels=top_kernels), nl=False)
 
 
-@main.group(invoke_without_command=True)
-@click.pass_context
-def rules(ctx: click.Context) -> None:
-    """The rule table: `nsdiag rules list`, `nsdiag rules show ID`."""
-    if ctx.invoked_subcommand is None:
-        ctx.invoke(rules_list)
-
-
-@rules.command("list")
-def rules_list() -> None:
-    """One line per rule: id, cause, title."""
-    from nsdiag.analysis.rulespec import default_rules
-
-    for rule in default_rules():
-        click.echo(f"{rule.id}  {rule.scope:7s}  {rule.cause:28s}  {rule.title}")
-
-
-@rules.command("show")
-@click.argument("rule_id")
-def rules_show(rule_id: str) -> None:
-    """The documentation of one rule (by id, e.g. NSD101, or by cause slug)."""
-    from nsdiag.analysis.rulespec import find_rule
-    from nsdiag.render.ruledoc import rule_text
-
-    click.echo(rule_text(find_rule(rule_id)))
-
-
-@main.command(
+@click.command(
     help="Write a report: self-contained interactive HTML (default), JSON, Markdown or text. "
     "INPUTS: " + INPUT_HELP + "."
 )
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@inputs_argument
 @click.option(
     "-o",
     "--output",
@@ -135,13 +100,7 @@ def rules_show(rule_id: str) -> None:
     type=click.Choice(["html", "json", "md", "text"]),
     help="output format (default: from the -o extension; html for '-')",
 )
-@click.option(
-    "-k",
-    "--kernel",
-    "kernel",
-    metavar="PATTERN",
-    help="only kernels whose name matches this regular expression",
-)
+@kernel_option
 @click.option(
     "--cards",
     default=10,
@@ -162,15 +121,6 @@ def report(
         return
     path = write_report(Path(output), text)
     click.echo(
-        f"wrote {path} ({fmt}, {len(text.encode()) / 1e6:.1f} MB, {len(diagnosis.kernels)} kernel signatures)"
+        f"wrote {path} ({fmt}, {len(text.encode()) / 1e6:.1f} MB, "
+        f"{len(diagnosis.kernels)} kernel signatures)"
     )
-
-
-def _register_collection_commands() -> None:
-    from nsdiag.cli_profile import doctor, profile
-
-    main.add_command(profile)
-    main.add_command(doctor)
-
-
-_register_collection_commands()

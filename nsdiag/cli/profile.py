@@ -1,75 +1,22 @@
-"""`nsdiag profile` and `nsdiag doctor`: thin click glue over nsdiag.collect (registered on the
-main group with `main.add_command(...)`). Errors become one line and an exit code (cli_errors)."""
+"""`nsdiag profile`: thin click glue over nsdiag.collect (registered on the main group in app.py).
+Errors become one line and an exit code (errors.py)."""
 
 from __future__ import annotations
 
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
-from nsdiag.cli_errors import CONTEXT, one_line_errors
+from nsdiag.cli.errors import CONTEXT, one_line_errors
+from nsdiag.cli.progress import RichProgress
 
-
-class RichProgress:
-    """nsdiag.collect.profile.Progress on a rich progress bar; program output scrolls above it."""
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.bar = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("eta"),
-            TimeRemainingColumn(),
-            TextColumn("[dim]{task.fields[kernel]}"),
-            console=console,
-            transient=False,
-        )
-        self.task: TaskID | None = None
-
-    def __enter__(self) -> RichProgress:
-        self.bar.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.bar.stop()
-
-    def phase(self, title: str, total: int | None) -> None:
-        if self.task is not None:
-            self.bar.update(
-                self.task, completed=self.bar.tasks[-1].total or self.bar.tasks[-1].completed
-            )
-            self.bar.stop_task(self.task)
-        self.task = self.bar.add_task(title, total=total, kernel="")
-
-    def advance(self, done: int, label: str) -> None:
-        if self.task is not None:
-            task = self.bar.tasks[-1]
-            total = (
-                task.total if task.total is None or done <= task.total else done
-            )  # estimates can be short
-            self.bar.update(self.task, completed=done, total=total, kernel=label[:40])
-
-    def output(self, line: str) -> None:
-        self.console.print(escape(line), highlight=False, soft_wrap=True)
-
-    def note(self, text: str) -> None:
-        self.console.print(f"[yellow]nsdiag:[/] {escape(text)}", soft_wrap=True)
+if TYPE_CHECKING:
+    from nsdiag.collect.options import ProfileResult
 
 
 @click.command(
@@ -81,7 +28,8 @@ class RichProgress:
     "-o",
     "--output",
     type=click.Path(path_type=Path),
-    help="session folder (default nsdiag-sessions/<program>-<time>; an existing non-empty one gets a suffix)",
+    help="session folder (default nsdiag-sessions/<program>-<time>; an existing non-empty one "
+    "gets a suffix)",
 )
 @click.option("--ncu", "ncu", metavar="PATH", help="the ncu to use (default: newest found)")
 @click.option("--nsys", "nsys", metavar="PATH", help="the nsys to use (default: newest found)")
@@ -102,7 +50,8 @@ class RichProgress:
     type=click.IntRange(min=1),
     default=100,
     show_default=True,
-    help="at most this many kernel signatures profiled (kernel + grid + block; the other shapes of a chosen kernel count too)",
+    help="at most this many kernel signatures profiled (kernel + grid + block; the other shapes "
+    "of a chosen kernel count too)",
 )
 @click.option(
     "-k",
@@ -129,8 +78,8 @@ class RichProgress:
     type=click.Choice(["rules", "sections", "full"]),
     default="rules",
     show_default=True,
-    help="what the targeted runs collect: the metrics nsdiag's rules read (fastest), the ncu sections "
-    "holding them (adds ncu's own hints for each, ~4x slower), or ncu's full set",
+    help="what the targeted runs collect: the metrics nsdiag's rules read (fastest), the ncu "
+    "sections holding them (adds ncu's own hints for each, ~4x slower), or ncu's full set",
 )
 @click.option("--dry-run", is_flag=True, help="print the commands that would run, and exit")
 @one_line_errors
@@ -156,8 +105,8 @@ def profile(
     duration group of a signature that did different work under one grid (ncu, the metrics the
     rules read).
     """
-    from nsdiag.collect.profile import ProfileOptions
-    from nsdiag.collect.profile import dry_run as plan_commands
+    from nsdiag.collect.dry_run import dry_run as plan_commands
+    from nsdiag.collect.options import ProfileOptions
     from nsdiag.collect.profile import profile as run_profile
 
     if program and program[0].startswith("-"):
@@ -203,7 +152,7 @@ def _check_regex(pattern: str) -> None:
         ) from exc
 
 
-def _summary(console: Console, result: Any) -> None:
+def _summary(console: Console, result: ProfileResult) -> None:
     from nsdiag.analysis.engine import diagnose
     from nsdiag.render.text import render_text
 
@@ -213,9 +162,10 @@ def _summary(console: Console, result: Any) -> None:
     spent = sum(result.timings.values())
     if plan is not None:
         console.print(
-            f"ncu profiled {result.profiled} launches ({plan.total_launches} in the region) in {len(plan.rounds)} "
-            f"run(s), planned to cover {plan.planned_share:.0%} of GPU time; {spent:.0f} s in all, against "
-            f"about {plan.full_estimated_s:.0f} s for --set full on every launch",
+            f"ncu profiled {result.profiled} launches ({plan.total_launches} in the region) in "
+            f"{len(plan.rounds)} run(s), planned to cover {plan.planned_share:.0%} of GPU time; "
+            f"{spent:.0f} s in all, against about {plan.full_estimated_s:.0f} s for --set full on "
+            "every launch",
             soft_wrap=True,
         )
     elif result.profiled:
@@ -225,29 +175,9 @@ def _summary(console: Console, result: Any) -> None:
     for item in result.missing:
         console.print(f"[yellow]missing:[/] {escape(item)}", soft_wrap=True)
     root = shlex.quote(str(result.session_dir))
+    report = shlex.quote(str(result.session_dir / "report.html"))
     console.print(
         f"session: {escape(str(result.session_dir))}\n  nsdiag explain {escape(root)}\n"
-        f"  nsdiag report {escape(root)} -o {escape(shlex.quote(str(result.session_dir / 'report.html')))}",
+        f"  nsdiag report {escape(root)} -o {escape(report)}",
         soft_wrap=True,
     )
-
-
-@click.command("doctor", context_settings=CONTEXT)
-@click.option("--ncu", "ncu", metavar="PATH", help="check this ncu instead of searching")
-@click.option("--nsys", "nsys", metavar="PATH", help="check this nsys instead of searching")
-@one_line_errors
-def doctor(ncu: str | None, nsys: str | None) -> None:
-    """Check that this machine can profile: GPU and driver, ncu and nsys, counter access, packages."""
-    from nsdiag.collect.doctor import healthy, run_checks
-
-    checks = run_checks(ncu, nsys)
-    console = Console(highlight=False)
-    marks = {True: "[green]  ok[/]", False: "[red]FAIL[/]", None: "[dim]skip[/]"}
-    for c in checks:
-        console.print(
-            f"{marks[c.ok]}  [bold]{escape(c.name)}[/]: {escape(c.detail)}", soft_wrap=True
-        )
-        if c.fix:
-            console.print(f"      fix: {escape(c.fix)}", soft_wrap=True)
-    if not healthy(checks):
-        sys.exit(1)

@@ -1,0 +1,15 @@
+"""Command line: thin click glue, the only place that prints and turns errors into exit codes.
+
+app.py      the `nsdiag` group and its commands
+analyse.py  load, explain, report: recorded inputs in, a diagnosis out
+rules.py    the rule table
+profile.py  running the profilers (progress.py draws their progress)
+doctor.py   can this machine profile?
+errors.py   one line and an exit code for every error, `-h` for help
+"""
+
+from __future__ import annotations
+
+from nsdiag.cli.app import main
+
+__all__ = ["main"]

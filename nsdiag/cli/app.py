@@ -1,0 +1,30 @@
+"""The `nsdiag` command group: every command registered on it, errors as one line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from nsdiag import __version__
+from nsdiag.cli.analyse import explain, load, report
+from nsdiag.cli.doctor import doctor
+from nsdiag.cli.errors import CONTEXT, errors_as_one_line
+from nsdiag.cli.profile import profile
+from nsdiag.cli.rules import rules
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:  # one clear line, never a traceback
+        with errors_as_one_line():
+            return super().invoke(ctx)
+
+
+@click.group(cls=_Group, context_settings=CONTEXT)
+@click.version_option(__version__, prog_name="nsdiag")
+def main() -> None:
+    """Why is my CUDA kernel slow, and what do I change?"""
+
+
+for command in (load, explain, rules, report, profile, doctor):
+    main.add_command(command)

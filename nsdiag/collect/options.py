@@ -1,0 +1,62 @@
+"""What `nsdiag profile` is asked to do, how it reports progress, and what it returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from nsdiag.collect.plan import Plan
+from nsdiag.model.session import Session
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    output: Path | None = None
+    ncu: str | None = None
+    nsys: str | None = None
+    full: bool = False
+    coverage: float = 0.9
+    max_kernels: int = 100
+    kernel: str | None = None
+    nvtx: str | None = None
+    profile_from_start: bool | None = None  # None: on, off for the bundled reference kernels
+    timeout_s: float | None = None  # per command
+    sections: str = "rules"  # phase 2: "rules" (their metrics by name), "sections" or "full"
+
+
+class Progress(Protocol):
+    """What a run tells its user as it goes (the CLI draws it; library code never prints)."""
+
+    def phase(self, title: str, total: int | None) -> None: ...
+    def advance(self, done: int, label: str) -> None: ...
+    def output(self, line: str) -> None: ...
+    def note(self, text: str) -> None: ...
+
+
+class NullProgress:
+    def phase(self, title: str, total: int | None) -> None:
+        pass
+
+    def advance(self, done: int, label: str) -> None:
+        pass
+
+    def output(self, line: str) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    session_dir: Path
+    missing: tuple[str, ...]
+    plan: Plan | None
+    session: Session | None
+    timings: dict[str, float] = field(default_factory=dict)
+    profiled: int = 0  # launches ncu profiled in phase 2
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing

@@ -1,0 +1,146 @@
+"""Phase 1: the program's kernel launches and run time, from an nsys timeline, or without a
+working nsys from a duration-only ncu pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from nsdiag.collect import argv as cmd
+from nsdiag.collect import runner
+from nsdiag.collect.exports import csv_for
+from nsdiag.collect.nvtx_filter import in_nvtx_range
+from nsdiag.collect.rounds import SECONDS_PER_LAUNCH
+from nsdiag.collect.run_state import RunState
+from nsdiag.collect.signatures import kernel_launches
+from nsdiag.errors import NsdiagError, ProfilerError
+from nsdiag.model.names import function_name
+
+
+def timeline(state: RunState, fallback: bool = True) -> tuple[pd.DataFrame | None, float]:
+    """Kernel launches of the profiled region (launch order) and the program's run time;
+    without a working nsys, a duration-only ncu pass (or nothing, when `fallback` is off)."""
+    state.progress.phase("phase 1: timeline", None)
+    if state.nsys is not None:
+        frame = _nsys_timeline(state)
+        if frame is not None:
+            return frame, state.timings["1-timeline"]
+    state.status.lacks("timeline (no working nsys: program-level findings are not available)")
+    return _ncu_durations(state) if fallback else (None, 0.0)
+
+
+def _nsys_timeline(state: RunState) -> pd.DataFrame | None:
+    assert state.nsys is not None
+    result = state.run(
+        "1-timeline",
+        cmd.nsys_profile(
+            state.nsys.path,
+            state.sd.report("timeline"),
+            state.program,
+            profile_from_start=state.start,
+        ),
+    )
+    report = state.sd.report("timeline.nsys-rep")
+    error = runner.failure(result, "the timeline run (nsys)", state.sd.root)
+    if result.has("no-gpu"):
+        raise error or ProfilerError("the timeline run failed", f"see {result.log}")
+    # nsys exits with the program's code and says nothing more: a report written means nsys
+    # worked and the program failed, so keep its timeline and stop (ncu would fail the same way).
+    program_failed = result.returncode != 0 and not result.timed_out and report.is_file()
+    if not program_failed and (not result.ok or not report.is_file()):
+        state.progress.note(
+            f"nsys did not produce a report ({error or 'no .nsys-rep written'}); "
+            "timing kernels with ncu instead"
+        )
+        return None
+    db = state.sd.report("timeline.sqlite")
+    exported = state.run("1-timeline-export", cmd.nsys_export_sqlite(state.nsys.path, report, db))
+    if program_failed:
+        if exported.ok and db.is_file():
+            state.phase1_timeline = db
+        state.status.lacks("kernel metrics (the program failed in phase 1, so ncu did not run)")
+        raise ProfilerError(
+            f"the program exited with code {result.returncode} during the timeline run (nsys)",
+            f"run it without nsdiag to see why; see {result.log}; "
+            f"the partial session is kept in {state.sd.root}",
+        )
+    if not exported.ok or not db.is_file():
+        state.progress.note(
+            "nsys could not export the report to SQLite; timing kernels with ncu instead"
+        )
+        return None
+    from nsdiag import load
+
+    session = load(db)
+    state.phase1_timeline = session
+    launches = session.timeline
+    if state.options.nvtx:
+        launches = in_nvtx_range(launches, session.nvtx_ranges, state.options.nvtx)
+    return kernel_launches(launches)
+
+
+def _ncu_durations(state: RunState) -> tuple[pd.DataFrame, float]:
+    state.progress.phase("phase 1: kernel durations (ncu)", None)
+    out = state.sd.report("durations")
+    result = state.run(
+        "1-durations",
+        cmd.ncu_durations(
+            state.ncu.path,
+            out,
+            state.program,
+            profile_from_start=state.start,
+            nvtx=state.options.nvtx,
+        ),
+        progress=True,
+    )
+    error = runner.failure(result, "the duration pass (ncu)", state.sd.root)
+    if error:
+        raise error
+    report = out.with_name(out.name + ".ncu-rep")
+    target = csv_for(report, "raw")
+    exported = state.run_export(
+        "1-durations-export", cmd.ncu_export_raw(state.ncu.path, report), target
+    )
+    state.status.step("1-durations-export", exported.ok, exported.wall_s, exported.log)
+    if not exported.ok:
+        raise ProfilerError(f"could not export {report}", f"see {exported.log}")
+    from nsdiag import load
+
+    kernels = load(target).kernels
+    frame = pd.DataFrame(
+        {
+            "kind": "kernel",
+            "name": kernels["name"].astype(str),
+            "short_name": kernels["name"].astype(str).map(function_name),
+            "grid": kernels["grid"],
+            "block": kernels["block"],
+            "duration_ns": kernels["duration_ns"],
+        }
+    )
+    mangled = _mangled_names(state, report, len(frame))
+    if mangled is not None:
+        frame["mangled_name"] = mangled
+    program_s = max(result.wall_s - result.profiled * SECONDS_PER_LAUNCH["duration"], 1.0)
+    return kernel_launches(frame), program_s
+
+
+def _mangled_names(state: RunState, report: Path, launches: int) -> list[str] | None:
+    """The duration pass's kernel names as mangled (the same launches, in the same order), so
+    phase 2 can filter on them as it does with nsys's; None if the export does not give them."""
+    target = report.with_name("durations.mangled.raw.csv")
+    exported = state.run_export(
+        "1-durations-export-mangled",
+        cmd.ncu_export_raw(state.ncu.path, report, kernel_base="mangled"),
+        target,
+    )
+    state.status.step("1-durations-export-mangled", exported.ok, exported.wall_s, exported.log)
+    if not exported.ok:
+        return None
+    from nsdiag import load
+
+    try:
+        names = load(target).kernels["name"].astype(str).tolist()
+    except NsdiagError:
+        return None
+    return names if len(names) == launches and all(names) else None

@@ -1,0 +1,40 @@
+"""The program `nsdiag profile` runs under the profilers, and the environment it gets."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from nsdiag.errors import InputError
+
+
+def resolve_program(args: Sequence[str]) -> tuple[list[str], bool]:
+    """The command to profile, and whether it is the bundled reference kernels."""
+    if not args:
+        from nsdiag.resources import reference_kernels_dir
+
+        return [
+            sys.executable,
+            str(reference_kernels_dir() / "run_all.py"),
+            "--profile-region",
+        ], True
+    if args[0].endswith(".py"):
+        if not Path(args[0]).is_file():
+            raise InputError(f"{args[0]} does not exist", "check the script path")
+        return [sys.executable, *args], False
+    return list(args), False
+
+
+def profile_from_start(requested: bool | None, reference: bool) -> bool:
+    """Whether the profilers start with the program (`--profile-from-start`): on unless asked
+    otherwise, off for the bundled reference kernels (they mark their region)."""
+    return requested if requested is not None else not reference
+
+
+def child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # the program's prints reach the terminal as they happen
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env

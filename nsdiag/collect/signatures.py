@@ -1,0 +1,118 @@
+"""Phase 1's kernel launches grouped into signatures: what the plan chooses among.
+
+A signature is a kernel name + grid + block, ranked by total GPU time. Launches of one signature
+whose durations fall in separate groups (a GEMM kernel reused for several K) are kept apart as
+duration groups, each planned on its own. Pure: DataFrame in, frozen records out.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from nsdiag.model.names import function_name
+
+# Launches of one signature more than this far apart in duration did different work (cuBLAS and
+# nvjet reuse a GEMM kernel and grid for different K): each group gets its own profiled launch.
+VARIANT_RATIO = 1.5
+
+
+@dataclass(frozen=True)
+class Signature:
+    name: str  # demangled
+    function: str  # bare function name (ncu's `function` base, nsys's short name)
+    grid: str
+    block: str
+    launches: int
+    total_ns: float
+    share: float  # of all kernel time in the timeline
+    first: int  # index of the first launch in launch order
+    filter_name: str = ""  # the name ncu's filter sees: mangled when known, else `function`
+    variant: int = 0  # duration group within name + grid + block (0 = shortest launches)
+    variants: int = 1
+    median_ns: float = 0.0
+
+
+def kernel_launches(timeline: pd.DataFrame) -> pd.DataFrame:
+    """Kernel rows in launch order with `function` (nsys short name, else parsed) and
+    `filter_name` (the mangled name where every launch has one, else `function`) columns."""
+    k = timeline[timeline["kind"] == "kernel"] if "kind" in timeline else timeline
+    k = k.copy()
+    for column in ("grid", "block"):
+        k[column] = k[column].astype(str) if column in k else ""
+    order = None
+    if "api_start_ns" in k and (k["api_start_ns"].fillna(-1) >= 0).all():
+        order = "api_start_ns"  # ncu counts launches in API order, not GPU start order
+    elif "start_ns" in k:
+        order = "start_ns"
+    if order:
+        k = k.sort_values(order, kind="stable")
+    names = k["name"].astype(str)
+    short = (
+        k["short_name"].fillna("").astype(str)
+        if "short_name" in k
+        else pd.Series("", index=k.index)
+    )
+    k["function"] = [s if s else function_name(n) for s, n in zip(short, names, strict=True)]
+    k["filter_name"] = k["mangled_name"].astype(str) if name_base(k) == "mangled" else k["function"]
+    k["duration_ns"] = pd.to_numeric(k["duration_ns"], errors="coerce").fillna(0.0)
+    return k.reset_index(drop=True)
+
+
+def name_base(launches: pd.DataFrame) -> str:
+    """`mangled` when every launch has a mangled name (what kernel_launches filters by), else
+    `function`."""
+    mangled = (
+        launches["mangled_name"].fillna("").astype(str) if "mangled_name" in launches else None
+    )
+    return (
+        "mangled" if mangled is not None and len(launches) and (mangled != "").all() else "function"
+    )
+
+
+def duration_groups(durations: Sequence[float], ratio: float = VARIANT_RATIO) -> list[int]:
+    """Each launch's group when launches of one name, grid and block did different amounts of
+    work (a GEMM kernel reused for several K): sorted durations split where one is more than
+    `ratio` times the one before. 0 is the shortest group."""
+    order = sorted({float(d) for d in durations})
+    cuts = [b for a, b in itertools.pairwise(order) if a > 0 and b / a > ratio]
+    return [sum(d >= c for c in cuts) for d in durations]
+
+
+def signatures(launches: pd.DataFrame) -> list[Signature]:
+    total = float(launches["duration_ns"].sum())
+    rows = []
+    keyed = launches.assign(_pos=range(len(launches)))
+    if "filter_name" not in keyed:
+        keyed["filter_name"] = keyed["function"]
+    # A signature is what ncu tells apart: its filter name and shape. Demangled names group the
+    # same way (one per mangled name), and with bare function names template variants stay apart.
+    # Launches of one signature whose durations fall in separate groups are planned separately:
+    # ncu reaches a later group's first launch with a higher launch count.
+    for (_, name, grid, block), group in keyed.groupby(
+        ["filter_name", "name", "grid", "block"], sort=False
+    ):
+        labels = duration_groups(group["duration_ns"].tolist())
+        count = max(labels) + 1
+        for variant, part in group.groupby(pd.Series(labels, index=group.index), sort=True):
+            ns = float(part["duration_ns"].sum())
+            rows.append(
+                Signature(
+                    str(name),
+                    str(part["function"].iloc[0]),
+                    str(grid),
+                    str(block),
+                    len(part),
+                    ns,
+                    ns / total if total else 0.0,
+                    int(part["_pos"].iloc[0]),
+                    str(part["filter_name"].iloc[0]),
+                    int(variant),
+                    count,
+                    float(part["duration_ns"].median()),
+                )
+            )
+    return sorted(rows, key=lambda s: (-s.total_ns, s.first))

@@ -1,0 +1,111 @@
+"""A stand-in ncu for the tests (conftest.py's `fakes`): it logs its argv, runs the program,
+prints progress lines as ncu does and writes a report; exports print recorded CSV pages.
+
+Environment: FAKE_CALLS (argv log), FAKE_RAW / FAKE_DETAILS (recorded pages), FAKE_HEADER (a
+full-set export whose header lists the metrics), FAKE_QUERY=fail, FAKE_<KIND>=mode for the run
+kinds export, targeted, durations and full (ok, refuse, perm, hang, nogpu, nokernels, appfail),
+FAKE_PIDS (where a hanging run writes its pids), FAKE_KERNELS (launches), FAKE_NCU_BANNER.
+"""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BANNER = (
+    "NVIDIA (R) Nsight Compute Command Line Profiler\n"
+    "Copyright (c) 2018-2025 NVIDIA Corporation\n"
+    "Version 2025.3.1.0 (build 36398880) (public-release)"
+)
+PERMISSION = (
+    "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU "
+    "Performance Counters on the target device 0. For instructions on enabling permissions and to "
+    "get more information see https://developer.nvidia.com/ERR_NVGPUCTRPERM"
+)
+
+args = sys.argv[1:]
+if args == ["--version"]:
+    print(os.environ.get("FAKE_NCU_BANNER", BANNER))
+    sys.exit(0)
+if args[0] == "--query-metrics":  # the H200's metric base names, as the full-set header has them
+    if os.environ.get("FAKE_QUERY") == "fail":
+        print("==ERROR== Failed to query metrics.")
+        sys.exit(1)
+    with gzip.open(os.environ["FAKE_HEADER"], "rt") as f:
+        header = f.readline().strip().strip('"').split('","')
+    print('"Metric name","Metric type","Metric unit","Metric description","NVIDIA H200"')
+    for base in sorted({h.split(".")[0] for h in header if "__" in h}):
+        print(f'"{base}","Counter","","","1"')
+    sys.exit(0)
+kind = (
+    "export"
+    if "-i" in args
+    else "targeted"
+    if "--section" in args
+    else "durations"
+    if "--metrics" in args
+    else "full"
+)
+mode = os.environ.get("FAKE_" + kind.upper(), "ok")
+with open(os.environ["FAKE_CALLS"], "a") as f:
+    f.write(json.dumps(args) + "\n")
+if mode == "refuse" and "--metrics" in args:
+    print("==ERROR== Failed to find metric sm__imaginary.sum")
+    sys.exit(1)
+if kind == "export":
+    page = args[args.index("--page") + 1]
+    with gzip.open(os.environ["FAKE_RAW" if page == "raw" else "FAKE_DETAILS"], "rt") as f:
+        text = f.read()
+    if "--print-kernel-base" in args:  # stand-in mangled names: one per distinct demangled name
+        import csv
+        import io
+
+        rows = list(csv.reader(io.StringIO(text)))
+        top = next(i for i, row in enumerate(rows) if "Kernel Name" in row)
+        col = rows[top].index("Kernel Name")
+        for row in rows[top + 2 :]:
+            if len(row) > col:
+                row[col] = "_Z" + "".join(ch for ch in row[col] if ch.isalnum())
+        out = io.StringIO()
+        csv.writer(out, quoting=csv.QUOTE_ALL).writerows(rows)
+        text = out.getvalue()
+    sys.stdout.write(text)
+    sys.exit(0)
+out = args[args.index("-o") + 1]
+program = args[args.index("-o") + 2 :]
+print("==PROF== Connected to process 4242 (" + program[0] + ")", flush=True)
+if mode == "perm":
+    print(PERMISSION)
+    sys.exit(1)
+child = subprocess.Popen(program)
+if mode == "hang":
+    with open(os.environ["FAKE_PIDS"], "w") as f:
+        f.write(f"{os.getpid()} {child.pid}\n")
+    time.sleep(600)
+code = child.wait()
+if mode == "nogpu":
+    print("RuntimeError: Found no NVIDIA driver on your system.")
+    print("==WARNING== No kernels were profiled.")
+    print("==ERROR== The application returned an error code (1).")
+    sys.exit(1)
+if mode == "nokernels":
+    print("==WARNING== No kernels were profiled.")
+    sys.exit(0)
+names = ["kernel_0", "kernel_1", "kernel_2"]
+kernels = args[args.index("-k") + 1] if "-k" in args else ""
+if kernels.startswith("regex:^("):  # ncu prints names in the filter's base
+    import re
+
+    names = [re.sub(r"\\(.)", r"\1", n) for n in kernels[len("regex:^(") : -2].split("|")]
+for i in range(int(os.environ.get("FAKE_KERNELS", "3"))):
+    name = names[i % len(names)]
+    print(f'==PROF== Profiling "{name}" - {i}: 0%....50%....100% - 38 passes', flush=True)
+if mode == "appfail" or code:
+    print(f"==ERROR== The application returned an error code ({code or 3}).")
+Path(out + ".ncu-rep").write_bytes(b"fake report")
+print("==PROF== Disconnected from process 4242")
+print("==PROF== Report: " + out + ".ncu-rep")
+sys.exit(code or (3 if mode == "appfail" else 0))

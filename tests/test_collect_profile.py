@@ -1,0 +1,247 @@
+"""`nsdiag profile` end to end with fake ncu and nsys (collect/profile.py and its steps:
+phase1.py, phase2.py, exports.py, finish.py): the session written, fallbacks, failures that keep a
+partial session."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import nsdiag
+from nsdiag.collect.options import ProfileOptions
+from nsdiag.collect.profile import profile
+from nsdiag.collect.program import resolve_program
+from nsdiag.errors import InputError, MissingDependencyError, ProfilerError
+from tests.conftest import (
+    DATA,
+    calls,
+)
+
+
+def options(fakes: dict[str, Path], tmp_path: Path, **kw: object) -> ProfileOptions:
+    settings: dict = {
+        "output": tmp_path / "sessions" / "my session",
+        "ncu": str(fakes["ncu"]),
+        "nsys": str(fakes["nsys"]),
+    }
+    return ProfileOptions(**{**settings, **kw})
+
+
+def test_profile_end_to_end_with_fakes(fakes: dict[str, Path], tmp_path: Path) -> None:
+    notes: list[str] = []
+
+    class Recorder:
+        def phase(self, title, total):
+            notes.append(f"phase {title} {total}")
+
+        def advance(self, done, label):
+            notes.append(f"done {done}")
+            labels.append(label)
+
+        def output(self, line):
+            notes.append(line)
+
+        def note(self, text):
+            notes.append(f"note {text}")
+
+    labels: list[str] = []
+    result = profile(
+        [str(fakes["script"]), "0"],
+        options(fakes, tmp_path),
+        Recorder(),
+        nsdiag_argv=["nsdiag", "profile"],
+    )
+    # the progress bar names kernels by their short names, not the mangled ones ncu prints
+    assert labels and set(labels) <= {s.function for s in result.plan.signatures} | {
+        "kernel_0",
+        "kernel_1",
+        "kernel_2",
+    }
+    assert not any(label.startswith("_Z") for label in labels)
+    root = result.session_dir
+    assert root == tmp_path / "sessions/my session"
+    made = calls(fakes)
+    assert made[0][:2] == ["nsys", "profile"] and made[1][:2] == ["nsys", "export"]
+    targeted = [c for c in made if "--section" in c]
+    assert targeted == [list(r.argv[1:]) for r in result.plan.rounds]
+    assert targeted[0][-3:] == [
+        sys.executable,
+        str(fakes["script"]),
+        "0",
+    ]  # spaces survive as one argument
+    assert "step 1 loss 2.5" in notes and "done 3" in notes
+    for name in (
+        "command.json",
+        "env.json",
+        "device.json",
+        "status.json",
+        "session.json",
+        "reports/timeline.sqlite",
+        "reports/targeted-1.ncu-rep",
+        "reports/targeted-1.raw.csv",
+        "reports/targeted-1.details.csv",
+        "logs/1-timeline.log",
+        "logs/2-targeted-1.log",
+    ):
+        assert (root / name).exists(), name
+    status = json.loads((root / "status.json").read_text())
+    assert status["error"] is None and status["plan"]["rounds"][0]["launch_count"] == 1
+    assert (
+        status["plan"]["name_base"] == "mangled"
+        and targeted[0][targeted[0].index("--kernel-name-base") + 1] == "mangled"
+    )
+    # the rules' metrics by name, checked against the chip's listing, with the three base sections
+    requested = targeted[0][targeted[0].index("--metrics") + 1].split(",")
+    assert status["rule_metrics"] == len(requested) >= 110 and targeted[0].count("--section") == 3
+    assert json.loads((root / "command.json").read_text())["program"][1] == str(fakes["script"])
+    session = nsdiag.load(root)
+    assert len(session.kernels) > 0 and session.has_timeline() and len(session.rule_results) > 0
+    assert "timeline_total_ns" in session.kernels
+    from nsdiag.analysis.engine import diagnose
+
+    assert diagnose(session).kernels
+
+
+@pytest.mark.parametrize("query, targeted", [("fail", "ok"), ("ok", "refuse")])
+def test_profile_collects_sections_when_the_metric_list_fails(
+    fakes: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    query: str,
+    targeted: str,
+) -> None:
+    monkeypatch.setenv("FAKE_QUERY", query)
+    monkeypatch.setenv("FAKE_TARGETED", targeted)
+    notes: list[str] = []
+    progress = type(
+        "Notes",
+        (),
+        {
+            "phase": lambda *a: None,
+            "advance": lambda *a: None,
+            "output": lambda *a: None,
+            "note": lambda self, text: notes.append(text),
+        },
+    )()
+    result = profile([str(fakes["script"])], options(fakes, tmp_path), progress)
+    runs = [c for c in calls(fakes) if "--section" in c]
+    assert runs[-1].count("--section") == 12 and "--metrics" not in runs[-1]
+    assert len(runs) == (2 if targeted == "refuse" else 1)
+    assert any(
+        ("did not list" if query == "fail" else "refused the metric list") in n for n in notes
+    )
+    assert result.session is not None and len(result.session.kernels)
+    assert not any("profiled none" in m for m in result.missing)
+
+
+def test_profile_falls_back_to_ncu_durations_without_an_nsys_report(
+    fakes: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NSYS", "noimport")
+    monkeypatch.setenv("FAKE_RAW", str(DATA / "console/duration_raw.csv.gz"))
+    result = profile([str(fakes["script"])], options(fakes, tmp_path))
+    made = calls(fakes)
+    assert made[0][:2] == ["nsys", "profile"] and made[1][:2] == [
+        "--metrics",
+        "gpu__time_duration.sum",
+    ]
+    assert any("timeline" in m for m in result.missing)
+    assert (
+        result.plan is not None
+        and result.plan.signatures[0].function == "vectorized_elementwise_kernel"
+    )
+    # the duration report exported again with mangled names: phase 2 filters on them, one run
+    assert made[3][-2:] == ["--print-kernel-base", "mangled"] and result.plan.name_base == "mangled"
+    targeted = [c for c in made if "--section" in c]
+    assert len(targeted) == 1 and targeted[0][targeted[0].index("-k") + 1].startswith(
+        "regex:^(_Zvoidvectorized"
+    )
+
+
+@pytest.mark.parametrize(
+    "mode, message, hint",
+    [
+        ("perm", "ERR_NVGPUCTRPERM", "NVreg_RestrictProfilingToAdminUsers=0"),
+        ("nogpu", "no usable NVIDIA GPU", "nvidia-smi"),
+        ("appfail", "the program exited with code 3", "run it without nsdiag"),
+    ],
+)
+def test_profile_failures_keep_a_partial_session(
+    fakes: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+    message: str,
+    hint: str,
+) -> None:
+    monkeypatch.setenv("FAKE_TARGETED", mode)
+    with pytest.raises(ProfilerError) as info:
+        profile([str(fakes["script"])], options(fakes, tmp_path))
+    assert message in info.value.message and hint in info.value.hint and info.value.exit_code == 1
+    root = tmp_path / "sessions/my session"
+    status = json.loads((root / "status.json").read_text())
+    assert status["complete"] is False and message in status["error"]
+    assert nsdiag.load(root).has_timeline()  # phase 1's tables are kept
+    if mode == "perm":
+        assert (
+            "https://developer.nvidia.com/ERR_NVGPUCTRPERM" in info.value.hint
+            and "sudo" in info.value.hint
+        )
+
+
+def test_profile_program_fails_in_phase_1(
+    fakes: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ProfilerError, match="exited with code 5 during the timeline run") as info:
+        profile([str(fakes["script"]), "5"], options(fakes, tmp_path))
+    assert "partial session is kept" in info.value.hint
+    assert [c[:2] for c in calls(fakes)] == [
+        ["nsys", "profile"],
+        ["nsys", "export"],
+    ]  # not run again under ncu
+    root = tmp_path / "sessions/my session"
+    status = json.loads((root / "status.json").read_text())
+    assert status["complete"] is False and "exited with code 5" in status["error"]
+    assert any("kernel metrics" in m for m in status["missing"])
+    assert nsdiag.load(
+        root
+    ).has_timeline()  # what the program did before it failed can be explained
+    from nsdiag.cli import main
+
+    explained = CliRunner().invoke(main, ["explain", str(root)])
+    assert explained.exit_code == 0 and "timeline" in explained.output, explained.output
+    fakes["calls"].unlink()
+    monkeypatch.setenv("FAKE_NSYS", "noimport")  # the same without nsys: ncu's duration pass
+    with pytest.raises(ProfilerError, match="exited with code 5 during the duration pass"):
+        profile([str(fakes["script"]), "5"], options(fakes, tmp_path))
+
+
+def test_profile_no_kernel_launched(
+    fakes: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_NSYS", "noimport")
+    monkeypatch.setenv("FAKE_DURATIONS", "nokernels")
+    with pytest.raises(
+        ProfilerError, match="no kernel was profiled during the duration pass"
+    ) as info:
+        profile([str(fakes["script"])], options(fakes, tmp_path))
+    assert "--profile-from-start off" in info.value.hint
+
+
+def test_missing_explicit_nsys_is_an_error(fakes: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(MissingDependencyError, match="not a working nsys"):
+        profile(
+            [str(fakes["script"])],
+            ProfileOptions(
+                output=tmp_path / "s", ncu=str(fakes["ncu"]), nsys=str(tmp_path / "missing-nsys")
+            ),
+        )
+
+
+def test_missing_script_is_a_usage_error() -> None:
+    with pytest.raises(InputError):
+        resolve_program(["no_such_script.py"])
