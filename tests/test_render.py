@@ -23,7 +23,7 @@ from nsdiag.analysis.engine import diagnose
 from nsdiag.errors import NsdiagError
 from nsdiag.model.names import ELLIPSIS, short_name, short_names
 from nsdiag.model.session import NVTX_COLUMNS, TIMELINE_COLUMNS, Session
-from nsdiag.render import RenderOptions, charts, format_from_path, render
+from nsdiag.render import RenderOptions, charts, format_from_path, render, timeline_chart
 from nsdiag.render.markdown import escape as md_escape
 from tests.conftest import DATA
 
@@ -246,14 +246,14 @@ def test_timeline_section_from_a_synthetic_timeline(reference: tuple[Diagnosis, 
 
 def test_timeline_chart_lanes_and_decimation() -> None:
     timeline, nvtx = synthetic_timeline(n_kernels=60, streams=2)
-    fig = charts.timeline(timeline, nvtx)
+    fig = timeline_chart.timeline(timeline, nvtx)
     bars = {t.name: t for t in fig.data if t.type == "bar"}
     assert set(bars) == {"kernel", "memcpy", "nvtx"}
     assert set(bars["kernel"].y) == {"stream 7 · kernels", "stream 13 · kernels"}
     assert len(bars["kernel"].x) == 60  # few rows: drawn exactly
     big, _ = synthetic_timeline(n_kernels=50_000, streams=4)
     start = time.perf_counter()
-    fig = charts.timeline(big, None, max_segments=2000)
+    fig = timeline_chart.timeline(big, None, max_segments=2000)
     elapsed = time.perf_counter() - start
     drawn = sum(len(t.x) for t in fig.data if t.type == "bar")
     assert drawn <= 2000 + 20 * 6 and len(fig.to_json()) < 1_500_000
@@ -264,7 +264,7 @@ def test_timeline_chart_lanes_and_decimation() -> None:
 
 def test_busy_time_is_the_union_of_activities() -> None:
     frame = pd.DataFrame({"start_ns": [0, 5, 20], "end_ns": [10, 12, 30]})
-    assert charts.busy_time(frame) == (30.0, pytest.approx(22.0))
+    assert timeline_chart.busy_time(frame) == (30.0, pytest.approx(22.0))
 
 
 def test_no_kernel_metrics_still_renders(reference: tuple[Diagnosis, Session]) -> None:

@@ -21,7 +21,7 @@ from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program import ANALYSES
 from nsdiag.analysis.rulespec import default_rules, find_rule
-from nsdiag.analysis.timeline import overlap_summary
+from nsdiag.analysis.timeline import overlap_summary, prepare
 from nsdiag.collect import nsys_export
 from nsdiag.errors import InputError, MissingDependencyError
 from nsdiag.model.intervals import enclosing
@@ -146,12 +146,12 @@ def test_pipeline_flags_the_serial_twin_not_the_stream_split(recordings: dict) -
 
 def test_stream_split_overlap_is_measured(recordings: dict) -> None:
     session, _ = recordings["pipeline"]
-    summary = overlap_summary(session).set_index("range")
-    split = summary.loc["stream_split"]
-    assert 0.6 < split["overlap_fraction"] < 0.95
-    assert split["copy_streams"] != split["kernel_streams"] and len(split["copy_streams"]) == 2
-    assert split["union_ns"] < split["h2d_ns"] + split["d2h_ns"] + split["kernel_ns"]
-    assert summary.loc["serial_pageable", "overlap_fraction"] == 0.0
+    summary = {s.range: s for s in overlap_summary(prepare(session))}
+    split = summary["stream_split"]
+    assert 0.6 < split.overlap_fraction < 0.95
+    assert split.copy_streams != split.kernel_streams and len(split.copy_streams) == 2
+    assert split.union_ns < split.h2d_ns + split.d2h_ns + split.kernel_ns
+    assert summary["serial_pageable"].overlap_fraction == 0.0
 
 
 def test_tiny_burst_is_launch_bound_and_batched_is_not(recordings: dict) -> None:

@@ -7,6 +7,14 @@ import pandas as pd
 
 from nsdiag.model.catalogue import STALL_REASONS
 
+_OCCUPANCY_LIMITS = (
+    "occupancy_limit_registers",
+    "occupancy_limit_shared_mem",
+    "occupancy_limit_warps",
+    "occupancy_limit_blocks",
+    "occupancy_limit_barriers",
+)
+
 
 def _col(frame: pd.DataFrame, name: str) -> pd.Series:
     return frame[name] if name in frame else pd.Series(np.nan, index=frame.index)
@@ -26,7 +34,15 @@ def _ratio(num: pd.Series, den: pd.Series) -> pd.Series:
 def add_derived(kernels: pd.DataFrame) -> pd.DataFrame:
     """Return a copy of `kernels` with derived columns added."""
     k = kernels.copy()
-    # Counts where the report has them; else ncu's roofline inputs: per-cycle rates x cycles.
+    _add_flops(k)
+    _add_memory(k)
+    _add_stalls(k)
+    _add_occupancy(k)
+    return k
+
+
+def _add_flops(k: pd.DataFrame) -> None:
+    """Counts where the report has them; else ncu's roofline inputs: per-cycle rates x cycles."""
     cycles = _col(k, "sm_cycles_per_second") * _col(k, "duration_ns") * 1e-9
     for precision, (add, mul, fma) in {
         "fp32": ("fadd", "fmul", "ffma"),
@@ -51,6 +67,9 @@ def add_derived(kernels: pd.DataFrame) -> pd.DataFrame:
     k["flop_total"] = _sum(
         k, (1, "flop_fp32"), (1, "flop_fp64"), (1, "flop_fp16"), (1, "flop_tensor")
     )
+
+
+def _add_memory(k: pd.DataFrame) -> None:
     k["dram_bytes"] = _col(k, "dram_bytes").fillna(
         _sum(k, (1, "dram_read_bytes"), (1, "dram_write_bytes"))
     )
@@ -73,42 +92,37 @@ def add_derived(kernels: pd.DataFrame) -> pd.DataFrame:
     k["lsu_sectors"] = _sum(
         k, (1, "local_sectors"), (1, "global_load_sectors"), (1, "global_store_sectors")
     )
+
+
+def _add_stalls(k: pd.DataFrame) -> None:
     stalls = [f"stall_{r}" for r in STALL_REASONS if f"stall_{r}" in k and r != "selected"]
-    if stalls:
-        total = k[stalls].sum(axis=1, min_count=1)
-        k["stall_total"] = total
-        for name in stalls:
-            k[name.replace("stall_", "stall_share_", 1)] = _ratio(k[name], total)
-        # 'not_selected' means a warp was ready but another issued: plenty of warps, not a
-        # reason the kernel waits, so it never names the top stall.
-        shares = k[
-            [s.replace("stall_", "stall_share_", 1) for s in stalls if s != "stall_not_selected"]
-        ]
-        k["top_stall_share"] = shares.max(axis=1)
-        k["top_stall"] = (
-            shares.idxmax(axis=1)
-            .where(shares.notna().any(axis=1))
-            .str.replace("stall_share_", "", regex=False)
-        )
-    else:
+    if not stalls:
         k["stall_total"] = np.nan
         k["top_stall_share"] = np.nan
         k["top_stall"] = None
-    limits = [
-        c
-        for c in (
-            "occupancy_limit_registers",
-            "occupancy_limit_shared_mem",
-            "occupancy_limit_warps",
-            "occupancy_limit_blocks",
-            "occupancy_limit_barriers",
-        )
-        if c in k
+        return
+    total = k[stalls].sum(axis=1, min_count=1)
+    k["stall_total"] = total
+    for name in stalls:
+        k[name.replace("stall_", "stall_share_", 1)] = _ratio(k[name], total)
+    # 'not_selected' means a warp was ready but another issued: plenty of warps, not a
+    # reason the kernel waits, so it never names the top stall.
+    shares = k[
+        [s.replace("stall_", "stall_share_", 1) for s in stalls if s != "stall_not_selected"]
     ]
+    k["top_stall_share"] = shares.max(axis=1)
+    k["top_stall"] = (
+        shares.idxmax(axis=1)
+        .where(shares.notna().any(axis=1))
+        .str.replace("stall_share_", "", regex=False)
+    )
+
+
+def _add_occupancy(k: pd.DataFrame) -> None:
+    limits = [c for c in _OCCUPANCY_LIMITS if c in k]
     k["occupancy_limit_min"] = k[limits].min(axis=1) if limits else np.nan
     k["occupancy_limiter"] = (
         k[limits].idxmin(axis=1).str.replace("occupancy_limit_", "", regex=False)
         if limits and k[limits].notna().any().any()
         else None
     )
-    return k

@@ -24,10 +24,11 @@ def _evidence(finding: Finding) -> str:
 
 
 def _kernel_block(console: Console, kernel: KernelDiagnosis, top: int, name: str) -> None:
-    roof = kernel.roofline.get("pct_of_roof")
+    roof = kernel.roofline.pct_of_roof
     header = Text.assemble(
         (name, "bold"),
-        f"  {kernel.launches}x, {fmt.time_ns(kernel.duration_ns)} ({kernel.time_share * 100:.1f}% of GPU time)",
+        f"  {kernel.launches}x, {fmt.time_ns(kernel.total_duration_ns)} "
+        f"({kernel.time_share * 100:.1f}% of GPU time)",
         f"  [{kernel.bound}"
         + (f": {kernel.limiter}" if kernel.limiter else "")
         + f", {_pct(roof)} of roof]",
@@ -50,11 +51,11 @@ def _kernel_block(console: Console, kernel: KernelDiagnosis, top: int, name: str
     if kernel.ncu_rules:
         first = kernel.ncu_rules[0]
         speedup = (
-            f" (est. {first['speedup_type'] or ''} speedup {first['speedup']:.0f}%)"
-            if first.get("speedup")
+            f" (est. {first.speedup_type or ''} speedup {first.speedup:.0f}%)"
+            if first.speedup
             else ""
         )
-        console.print(Text(f"  ncu's own top rule: {first['rule']}{speedup}", style="dim"))
+        console.print(Text(f"  ncu's own top rule: {first.rule}{speedup}", style="dim"))
 
 
 def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
@@ -84,18 +85,16 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
                 style="dim",
             )
         )
-    timeline = diagnosis.meta.get("timeline")
+    timeline = diagnosis.timeline
     if timeline:
-        counts = ", ".join(f"{n} {kind}s" for kind, n in timeline["activities"].items())
-        console.print(
-            Text(f"timeline: {counts} over {fmt.time_ns(timeline['span_ns'])}", style="dim")
-        )
-    ceiling = diagnosis.meta.get("measured_dram_ceiling")
+        counts = ", ".join(f"{n} {kind}s" for kind, n in timeline.activities.items())
+        console.print(Text(f"timeline: {counts} over {fmt.time_ns(timeline.span_ns)}", style="dim"))
+    ceiling = diagnosis.measured_dram_ceiling
     if ceiling:
         console.print(
             Text(
-                f"measured DRAM ceiling: {ceiling['bytes_per_s'] / 1e12:.2f} TB/s "
-                f"({short_name(ceiling['kernel'])})",
+                f"measured DRAM ceiling: {ceiling.bytes_per_s / 1e12:.2f} TB/s "
+                f"({short_name(ceiling.kernel)})",
                 style="dim",
             )
         )

@@ -1,0 +1,76 @@
+"""Evaluate one kernel rule on one kernel's values: skipped, silent, or a finding."""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nsdiag.analysis.diagnosis import Evidence, Finding, Skipped
+from nsdiag.analysis.expr import Comparison
+from nsdiag.analysis.rulespec import RuleSpec
+from nsdiag.model.values import missing, number
+
+
+class _SafeFormatter(string.Formatter):
+    """str.format over evidence values: plain field names only; missing or NaN prints n/a."""
+
+    def get_field(self, field_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        if not field_name.isidentifier():
+            raise ValueError(f"bad field {field_name!r}")
+        return kwargs.get(field_name), field_name
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "n/a"
+        try:
+            return format(value, format_spec)
+        except (TypeError, ValueError):
+            return str(value)
+
+
+_FORMATTER = _SafeFormatter()
+
+
+def missing_names(values: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    return [name for name in names if missing(values.get(name))]
+
+
+def evaluate_rule(rule: RuleSpec, values: Mapping[str, Any]) -> Finding | Skipped | None:
+    absent = missing_names(values, rule.requires)
+    if absent:
+        return Skipped(rule.id, f"missing {', '.join(absent)}")
+    assert rule.condition is not None
+    if not rule.condition.evaluate(values):
+        return None
+    recoverable = number(rule.impact.evaluate(values)) if rule.impact is not None else None
+    recoverable = 0.0 if recoverable is None else min(max(recoverable, 0.0), 1.0)
+    share = values.get("time_share") or 0.0
+    return Finding(
+        rule=rule.id,
+        cause=rule.cause,
+        title=rule.title,
+        impact=share * recoverable,
+        recoverable=recoverable,
+        message=_FORMATTER.format(rule.message, **values),
+        fix=_FORMATTER.format(rule.fix, **values),
+        impact_basis=rule.impact_basis,
+        evidence=_evidence(rule, values, rule.condition.comparisons()),
+    )
+
+
+def _evidence(
+    rule: RuleSpec, values: Mapping[str, Any], comparisons: list[Comparison]
+) -> tuple[Evidence, ...]:
+    """The rule's evidence names, then every other metric its condition compared, each next to
+    its threshold."""
+    compared = {c.metric: c for c in comparisons}
+
+    def item(metric: str) -> Evidence:
+        c = compared.get(metric)
+        value = number(values.get(metric))
+        return Evidence(metric, value, c.op if c else "", c.threshold if c else None)
+
+    names = [*rule.evidence, *(m for m in compared if m not in rule.evidence)]
+    return tuple(item(m) for m in names)
