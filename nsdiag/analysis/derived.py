@@ -1,4 +1,8 @@
-"""Per-launch derived quantities (FLOPs, shares, conflict rates) computed from catalogue metrics."""
+"""Per-launch derived quantities (FLOPs, shares, conflict rates) computed from catalogue metrics.
+
+DERIVED_METRICS lists every numeric column `add_derived` adds: the rule loader accepts these
+names next to the catalogue's.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,28 @@ import pandas as pd
 
 from nsdiag.model.catalogue import STALL_REASONS
 
+DERIVED_METRICS: dict[str, str] = {
+    "flop_fp32": "FP32 floating-point operations (add + mul + 2*fma).",
+    "flop_fp64": "FP64 floating-point operations.",
+    "flop_fp16": "FP16 floating-point operations (2*add + 2*mul + 4*fma).",
+    "flop_tensor": "Tensor-core operations counted as FLOPs.",
+    "flop_total": "All floating-point operations, tensor-core ones included.",
+    "l2_bytes": "Bytes through L2 (32 per sector).",
+    "global_load_sectors_per_request": "Sectors per global load request (4 is ideal for 4-byte loads).",
+    "global_store_sectors_per_request": "Sectors per global store request.",
+    "shared_bank_conflict_pct": "Shared-memory wavefronts caused by bank conflicts, % of all.",
+    "shared_ways": "Shared-memory wavefronts per request (1 = no conflict).",
+    "local_sectors": "Local-memory sectors (loads + stores).",
+    "lsu_sectors": "Global plus local sectors through L1 (loads + stores).",
+    "stall_total": "Sum of all stall reasons (warp cycles per issue).",
+    **{
+        f"stall_share_{reason}": f"Share of stall cycles spent on '{reason}' (0-1)."
+        for reason in STALL_REASONS
+        if reason != "selected"
+    },
+    "top_stall_share": "Share of stall cycles of the top reason ('not_selected' never counts).",
+    "occupancy_limit_min": "Fewest blocks per SM any resource allows (the occupancy limit).",
+}
 _OCCUPANCY_LIMITS = (
     "occupancy_limit_registers",
     "occupancy_limit_shared_mem",

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nsdiag.analysis import roofline, verdict
 from nsdiag.analysis.diagnosis import Finding, KernelDiagnosis, NcuRuleResult, Skipped
+from nsdiag.analysis.rule_context import KernelFacts, kernel_values
 from nsdiag.analysis.rule_eval import evaluate_rule
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.model.session import Session
-from nsdiag.model.gpu_units import FP_PIPES
-from nsdiag.model.values import number, number_or
-
-_GEMM_NAME = re.compile(r"gemm|sm\d+_xmma|cutlass|matmul|mma", re.IGNORECASE)
+from nsdiag.model.values import number
 
 
 @dataclass(frozen=True)
@@ -36,7 +33,7 @@ def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) ->
     roof = roofline.position(row, inputs.ceiling)
     total = inputs.total_gpu_time_ns
     share = row["total_duration_ns"] / total if total else math.nan
-    values = _context(row, share, v, roof)
+    values = kernel_values(KernelFacts(row, v, roof, share))
     findings, skipped = _apply(inputs.rules, values, name)
     return KernelDiagnosis(
         id=index,
@@ -58,23 +55,6 @@ def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) ->
         ncu_rules=ncu_rule_results(inputs.session, row["launch_ids"]),
         close_call=v.close_call,
     )
-
-
-def _context(
-    row: Mapping[str, Any], share: float, v: verdict.Verdict, roof: roofline.RooflinePosition
-) -> dict[str, Any]:
-    values = dict(row)
-    values["time_share"] = share
-    values["mem_pct"] = v.mem_pct
-    values["compute_pct"] = v.compute_pct
-    values["arithmetic_intensity"] = roof.arithmetic_intensity
-    values["dram_tb_per_s"] = number_or(row.get("dram_bytes_per_second"), math.nan) / 1e12
-    values["is_gemm_like"] = 1.0 if _GEMM_NAME.search(str(row.get("name", ""))) else 0.0
-    pipes = [number(row.get(p)) for p in FP_PIPES]
-    values["fp_pipe_pct"] = max((p for p in pipes if p is not None), default=math.nan)
-    if roof.pct_of_measured_ceiling is not None:
-        values["dram_pct_of_ceiling"] = roof.pct_of_measured_ceiling
-    return values
 
 
 def _apply(

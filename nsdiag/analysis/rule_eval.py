@@ -1,4 +1,14 @@
-"""Evaluate one kernel rule on one kernel's values: skipped, silent, or a finding."""
+"""Evaluate one kernel rule on one kernel's values: skipped, silent, or a finding.
+
+The policy for missing metrics, in the order it applies:
+1. a name in the rule's `requires` is missing: skipped ("missing X");
+2. a name in the rule's `[defaults]` is missing: it takes its default (for the condition and
+   the impact; evidence and message still show it as n/a);
+3. any other name the condition reads is missing and the outcome depends on it: skipped
+   ("missing X"), so a missing metric never makes a condition silently true (`not (x < 50)`)
+   or false. When the known values decide (`a >= 10 and x < 50` with a = 5) they decide.
+An impact formula that reads a missing name gives no estimate (0); the finding stands.
+"""
 
 from __future__ import annotations
 
@@ -42,9 +52,13 @@ def evaluate_rule(rule: RuleSpec, values: Mapping[str, Any]) -> Finding | Skippe
     if absent:
         return Skipped(rule.id, f"missing {', '.join(absent)}")
     assert rule.condition is not None
-    if not rule.condition.evaluate(values):
+    filled = {**values, **{n: v for n, v in rule.defaults.items() if missing(values.get(n))}}
+    held = rule.condition.holds(filled)
+    if held is None:
+        return Skipped(rule.id, f"missing {', '.join(rule.condition.missing(filled))}")
+    if not held:
         return None
-    recoverable = number(rule.impact.evaluate(values)) if rule.impact is not None else None
+    recoverable = number(rule.impact.evaluate(filled)) if rule.impact is not None else None
     recoverable = 0.0 if recoverable is None else min(max(recoverable, 0.0), 1.0)
     share = values.get("time_share") or 0.0
     return Finding(
