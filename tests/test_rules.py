@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from math import nan
 from pathlib import Path
 
@@ -168,3 +169,11 @@ def test_bad_defaults_fail(tmp_path: Path, defaults: str, message: str) -> None:
     text = POLICY_RULE.replace("[doc]", f"[defaults]\n{defaults}\n\n[doc]")
     with pytest.raises(RuleError, match=message):
         parse_rule(_rule_file(tmp_path, text))
+
+
+def test_shipped_rules_name_the_verdict_thresholds() -> None:
+    """Conditions that compare with the verdict's saturation or launch threshold use the named
+    constant, so the rules and the verdict cannot drift apart."""
+    for rule in load_rules():
+        if rule.condition is not None:
+            assert not {"60", "5000"} & set(re.findall(r"\b\d+\b", rule.condition.source)), rule.id
