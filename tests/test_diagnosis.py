@@ -76,7 +76,8 @@ def test_json_validates_against_the_contract(fixture: str) -> None:
 
 
 def test_missing_metrics_are_skipped_not_a_crash(data_dir: Path) -> None:
-    """A duration-only export: every rule that needs more is reported as skipped, with the reason."""
+    """A duration-only export: every rule that needs more is reported as skipped, with the
+    reason."""
     d = diagnose(nsdiag.load(data_dir / "console/duration_raw.csv.gz"))
     assert all(not k.findings or all(f.rule == "NSD304" for f in k.findings) for k in d.kernels)
     reasons = {s.rule: s.reason for s in d.skipped_rules}

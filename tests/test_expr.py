@@ -49,7 +49,9 @@ def test_missing_values_are_unknown_never_true_or_false() -> None:
         ("a < b < x", {"a": 0.0, "b": 1.0}, None),
     ],
 )
-def test_known_values_decide_when_they_can(source: str, values: dict, expected: bool | None) -> None:
+def test_known_values_decide_when_they_can(
+    source: str, values: dict, expected: bool | None
+) -> None:
     assert parse(source).holds(values) is expected
 
 
@@ -61,7 +63,10 @@ def test_arithmetic_nan_compares_false() -> None:
 
 def test_named_constants_become_thresholds() -> None:
     expression = parse("x >= SATURATED_PCT and not (y < LIMIT)", {"SATURATED_PCT": 60, "LIMIT": 5})
-    assert expression.names == {"x", "y"} and expression.constants == {"LIMIT": 5.0, "SATURATED_PCT": 60.0}
+    assert expression.names == {"x", "y"} and expression.constants == {
+        "LIMIT": 5.0,
+        "SATURATED_PCT": 60.0,
+    }
     assert expression.holds({"x": 60.0, "y": 5.0}) is True
     assert [(c.metric, c.op, c.threshold) for c in expression.comparisons()] == [
         ("x", ">=", 60.0),

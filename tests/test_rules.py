@@ -122,7 +122,9 @@ def test_a_missing_name_the_condition_needs_skips_the_rule(tmp_path: Path) -> No
     """Before the policy `not (x < 50)` passed silently when x was missing."""
     result = _evaluate(tmp_path, POLICY_RULE, {"dram_throughput_pct": 80.0})
     assert result == Skipped("NSD900", "missing l2_throughput_pct")
-    result = _evaluate(tmp_path, POLICY_RULE, {"dram_throughput_pct": 80.0, "l2_throughput_pct": nan})
+    result = _evaluate(
+        tmp_path, POLICY_RULE, {"dram_throughput_pct": 80.0, "l2_throughput_pct": nan}
+    )
     assert result == Skipped("NSD900", "missing l2_throughput_pct")
     assert isinstance(
         _evaluate(tmp_path, POLICY_RULE, {"dram_throughput_pct": 80.0, "l2_throughput_pct": 70.0}),

@@ -65,7 +65,7 @@ def test_pipeline_tables(recordings: dict) -> None:
         and (t["duration_ns"] == t["end_ns"] - t["start_ns"]).all()
     )
     serial = t[(t["nvtx_range"] == "serial_pageable") & (t["kind"] == "memcpy")]
-    assert set(zip(serial["copy_kind"], serial["src_kind"], serial["dst_kind"])) == {
+    assert set(zip(serial["copy_kind"], serial["src_kind"], serial["dst_kind"], strict=True)) == {
         ("HtoD", "pageable", "device"),
         ("DtoH", "device", "pageable"),
     }
@@ -241,18 +241,29 @@ def test_stats_summaries_go_to_meta(data_dir: Path) -> None:
 
 SCHEMA = {
     "StringIds": "id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL",
-    "CUPTI_ACTIVITY_KIND_KERNEL": "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
-    "demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, "
-    "gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL",
-    "CUPTI_ACTIVITY_KIND_RUNTIME": "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, "
-    "globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL",
-    "CUPTI_ACTIVITY_KIND_MEMCPY": "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
-    "bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind INTEGER, dstKind INTEGER",
-    "NVTX_EVENTS": "start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, text TEXT, globalTid INTEGER, "
-    "textId INTEGER, domainId INTEGER",
-    "TARGET_INFO_GPU": "id INTEGER, name TEXT, smCount INTEGER, computeMajor INTEGER, computeMinor INTEGER",
+    "CUPTI_ACTIVITY_KIND_KERNEL": (
+        "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER"
+        " NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
+        "demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY "
+        "INTEGER NOT NULL, gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT "
+        "NULL, blockZ INTEGER NOT NULL"
+    ),
+    "CUPTI_ACTIVITY_KIND_RUNTIME": (
+        "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid "
+        "INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL"
+    ),
+    "CUPTI_ACTIVITY_KIND_MEMCPY": (
+        "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER"
+        " NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, bytes "
+        "INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind INTEGER, dstKind INTEGER"
+    ),
+    "NVTX_EVENTS": (
+        "start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, text TEXT, globalTid "
+        "INTEGER, textId INTEGER, domainId INTEGER"
+    ),
+    "TARGET_INFO_GPU": (
+        "id INTEGER, name TEXT, smCount INTEGER, computeMajor INTEGER, computeMinor INTEGER"
+    ),
 }
 PID = (1 << 24 | 77) << 24  # serialised global pid 77 on vm 1
 TID = PID | 78  # its thread 78
@@ -367,7 +378,7 @@ def test_enum_tables_absent_use_cupti_values_and_gz_is_read(tmp_path: Path) -> N
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     assert reader_for(packed) is nsys_sqlite.read
     t = load(packed).timeline
-    assert list(zip(t["copy_kind"], t["src_kind"], t["dst_kind"])) == [
+    assert list(zip(t["copy_kind"], t["src_kind"], t["dst_kind"], strict=True)) == [
         ("HtoD", "pageable", "device"),
         ("DtoH", "device", "pinned"),
     ]
@@ -423,7 +434,7 @@ def test_enclosing_matches_brute_force() -> None:
         ends = starts + rng.integers(0, 300, n)
         times = rng.integers(-10, 1400, 200)
         got = enclosing(starts, ends, times)
-        for t, g in zip(times, got):
+        for t, g in zip(times, got, strict=True):
             inside = [i for i in range(n) if starts[i] <= t <= ends[i]]
             assert g == (max(inside) if inside else -1)
 
@@ -480,7 +491,8 @@ def test_nsys_rep_is_exported_with_the_nsys_found(
     fake = tmp_path / "fake nsys"
     fake.write_text(
         f"#!/bin/sh\n# args: export --type sqlite -o OUT -f true REP (or --version)\n"
-        f'[ "$1" = --version ] && echo "NVIDIA Nsight Systems version 2025.3.1.0" && exit 0\ncp "{export}" "$5"\n'
+        '[ "$1" = --version ] && echo "NVIDIA Nsight Systems version 2025.3.1.0" && exit 0\ncp '
+        f'"{export}" "$5"\n'
     )
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("NSYS", str(fake))

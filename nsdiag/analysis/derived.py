@@ -6,6 +6,8 @@ names next to the catalogue's.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
@@ -18,7 +20,8 @@ DERIVED_METRICS: dict[str, str] = {
     "flop_tensor": "Tensor-core operations counted as FLOPs.",
     "flop_total": "All floating-point operations, tensor-core ones included.",
     "l2_bytes": "Bytes through L2 (32 per sector).",
-    "global_load_sectors_per_request": "Sectors per global load request (4 is ideal for 4-byte loads).",
+    "global_load_sectors_per_request": "Sectors per global load request (4 is ideal for 4-byte "
+    "loads).",
     "global_store_sectors_per_request": "Sectors per global store request.",
     "shared_bank_conflict_pct": "Shared-memory wavefronts caused by bank conflicts, % of all.",
     "shared_ways": "Shared-memory wavefronts per request (1 = no conflict).",
@@ -137,18 +140,15 @@ def _add_stalls(k: pd.DataFrame) -> None:
         [s.replace("stall_", "stall_share_", 1) for s in stalls if s != "stall_not_selected"]
     ]
     k["top_stall_share"] = shares.max(axis=1)
-    k["top_stall"] = (
-        shares.idxmax(axis=1)
-        .where(shares.notna().any(axis=1))
-        .str.replace("stall_share_", "", regex=False)
-    )
+    top = cast("pd.Series[str]", shares.idxmax(axis=1).where(shares.notna().any(axis=1)))
+    k["top_stall"] = top.str.replace("stall_share_", "", regex=False)
 
 
 def _add_occupancy(k: pd.DataFrame) -> None:
     limits = [c for c in _OCCUPANCY_LIMITS if c in k]
     k["occupancy_limit_min"] = k[limits].min(axis=1) if limits else np.nan
-    k["occupancy_limiter"] = (
-        k[limits].idxmin(axis=1).str.replace("occupancy_limit_", "", regex=False)
-        if limits and k[limits].notna().any().any()
-        else None
-    )
+    if limits and k[limits].notna().any().any():
+        fewest = cast("pd.Series[str]", k[limits].idxmin(axis=1))
+        k["occupancy_limiter"] = fewest.str.replace("occupancy_limit_", "", regex=False)
+    else:
+        k["occupancy_limiter"] = None

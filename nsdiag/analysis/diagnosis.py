@@ -83,9 +83,7 @@ class Finding:
             out["kernel"] = self.kernel
         if self.saved_ns is not None:
             out["saved_ns"] = _num(self.saved_ns)
-        details = (
-            self.details.to_json() if isinstance(self.details, FusionChain) else self.details
-        )
+        details = self.details.to_json() if isinstance(self.details, FusionChain) else self.details
         if details:
             out["details"] = dict(details)
         return out
@@ -98,7 +96,11 @@ class Skipped:
     kernel: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"rule": self.rule, "reason": self.reason, **({"kernel": self.kernel} if self.kernel else {})}
+        return {
+            "rule": self.rule,
+            "reason": self.reason,
+            **({"kernel": self.kernel} if self.kernel else {}),
+        }
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from nsdiag.analysis.rulespec import RuleSpec, default_rules
 from nsdiag.analysis.signatures import aggregate
 from nsdiag.analysis.timeline.view import prepare
 from nsdiag.model.session import Session
+from nsdiag.model.tables import records
 
 
 def diagnose(session: Session, rules: Iterable[RuleSpec] | None = None) -> Diagnosis:
@@ -28,10 +29,7 @@ def diagnose(session: Session, rules: Iterable[RuleSpec] | None = None) -> Diagn
     total_ns = float(signatures["total_duration_ns"].sum()) if len(signatures) else 0.0
     ceiling = measured_dram_ceiling(derived) if session.has_kernels() else None
     inputs = KernelInputs(session, kernel_rules, total_ns, ceiling)
-    kernels = [
-        diagnose_kernel(index, row, inputs)
-        for index, row in enumerate(signatures.to_dict("records"))
-    ]
+    kernels = [diagnose_kernel(index, row, inputs) for index, row in enumerate(records(signatures))]
     ctx = ProgramContext(
         session=session,
         derived=derived,
@@ -102,4 +100,3 @@ def _dedupe(skipped: Sequence[Skipped]) -> list[Skipped]:
         )
         for (rule, reason), names in grouped.items()
     ]
-

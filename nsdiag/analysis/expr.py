@@ -19,7 +19,7 @@ import math
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from nsdiag.model.values import missing as is_missing
 
@@ -100,7 +100,7 @@ def _collect(node: ast.AST, negated: bool, found: list[Comparison]) -> None:
         return
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         left, right, op = node.left, node.comparators[0], _SYMBOLS[type(node.ops[0])]
-        metric, threshold = None, None
+        metric, threshold = None, 0.0
         if isinstance(left, ast.Name) and _is_number(right):
             metric, threshold = left.id, _number(right)
         elif _is_number(left) and isinstance(right, ast.Name):
@@ -121,7 +121,8 @@ def _is_number(node: ast.AST) -> bool:
 def _number(node: ast.AST) -> float:
     if isinstance(node, ast.UnaryOp):
         return -_number(node.operand)
-    return float(node.value)  # type: ignore[attr-defined]
+    assert isinstance(node, ast.Constant)
+    return float(cast(float, node.value))
 
 
 def parse(source: str, constants: Mapping[str, float] | None = None) -> Expression:
@@ -179,17 +180,18 @@ def _check(node: ast.AST, source: str) -> None:
         raise ExpressionError(f"{type(node).__name__} is not allowed in {source!r}")
     if isinstance(node, ast.Constant) and type(node.value) not in (int, float, bool):
         raise ExpressionError(f"only numbers are allowed as constants in {source!r}")
-    if isinstance(node, ast.Call):
-        if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS or node.keywords:
-            raise ExpressionError(f"only {', '.join(sorted(_FUNCS))} may be called in {source!r}")
+    if isinstance(node, ast.Call) and (
+        not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS or node.keywords
+    ):
+        raise ExpressionError(f"only {', '.join(sorted(_FUNCS))} may be called in {source!r}")
 
 
 def _eval(node: ast.AST, values: Mapping[str, Any]) -> Value:
     if isinstance(node, ast.Constant):
-        return node.value  # type: ignore[no-any-return]
+        return cast(float | bool, node.value)  # _check allows numbers only
     if isinstance(node, ast.Name):
         value = values.get(node.id)
-        return None if is_missing(value) else value  # type: ignore[no-any-return]
+        return None if is_missing(value) else cast(float, value)
     if isinstance(node, ast.BoolOp):
         return _bool_op(node, values)
     if isinstance(node, ast.UnaryOp):

@@ -20,6 +20,7 @@ from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding, FusionChain
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.model.names import short_names
+from nsdiag.model.tables import records
 from nsdiag.model.values import number_or
 
 _COLUMNS = (
@@ -131,16 +132,14 @@ def chains(derived: pd.DataFrame, params: Mapping[str, float]) -> list[list[Fusi
     groups = order.groupby(keys, sort=False, dropna=False) if keys else [(None, order)]
     found: list[list[FusionStep]] = []
     for _, group in groups:
-        found += _chains_in(steps(group.to_dict("records")), min_bytes, min_overlap)
+        found += _chains_in(steps(records(group)), min_bytes, min_overlap)
     return [c for c in found if min(s.min_dram_pct for s in c) < at_roof]
 
 
 def _cost(chain: Sequence[FusionStep], ceiling: float) -> ChainCost:
     time_ns = sum(step.duration_ns for step in chain)
     moved = sum(step.read_bytes + step.write_bytes for step in chain)
-    intermediate = sum(
-        min(a.write_bytes, b.read_bytes) for a, b in itertools.pairwise(chain)
-    )
+    intermediate = sum(min(a.write_bytes, b.read_bytes) for a, b in itertools.pairwise(chain))
     remaining = max(moved - 2 * intermediate, 0.0)
     stream_bw = max(max(step.best_bytes_per_s for step in chain), ceiling)
     fused_ns = remaining / stream_bw * 1e9 if stream_bw > 0 else time_ns

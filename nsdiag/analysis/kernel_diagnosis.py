@@ -13,6 +13,7 @@ from nsdiag.analysis.rule_context import KernelFacts, kernel_values
 from nsdiag.analysis.rule_eval import evaluate_rule
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.model.session import Session
+from nsdiag.model.tables import records
 from nsdiag.model.values import number
 
 
@@ -97,7 +98,7 @@ def ncu_rule_results(session: Session, launch_ids: Sequence[int]) -> tuple[NcuRu
             speedup_type=r["speedup_type"] or None,
             speedup=number(r["speedup"]),
         )
-        for r in first.to_dict("records")
+        for r in records(first)
     ]
     return tuple(sorted(out, key=lambda r: -(r.speedup or 0)))
 

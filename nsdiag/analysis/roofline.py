@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from nsdiag.analysis.verdict import SATURATED_PCT
+from nsdiag.model.tables import records
 from nsdiag.model.values import number_or
 
 _NAN = math.nan
@@ -127,7 +128,7 @@ def measured_dram_ceiling(kernels: pd.DataFrame) -> MeasuredCeiling | None:
     ]
     if copies.empty:
         return None
-    best = copies.loc[copies["dram_bytes_per_second"].idxmax()]
+    best = records(copies.loc[[copies["dram_bytes_per_second"].idxmax()]])[0]
     bandwidth = float(best["dram_bytes_per_second"])
     return MeasuredCeiling(bandwidth, str(best["name"])) if bandwidth else None
 

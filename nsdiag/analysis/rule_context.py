@@ -83,7 +83,9 @@ CONTEXT_VALUES: dict[str, ContextValue] = {
         "1 when the kernel is named like a matrix product (gemm, xmma, cutlass, matmul), else 0.",
         lambda f: 1.0 if _GEMM_NAME.search(str(f.launch.get("name", ""))) else 0.0,
     ),
-    "fp_pipe_pct": ContextValue("The busiest floating-point pipe (FMA, FP64, FP16), %.", _fp_pipe_pct),
+    "fp_pipe_pct": ContextValue(
+        "The busiest floating-point pipe (FMA, FP64, FP16), %.", _fp_pipe_pct
+    ),
     "dram_pct_of_ceiling": ContextValue(
         "DRAM bandwidth as % of the session's measured ceiling (a copy kernel's).", _of_ceiling
     ),

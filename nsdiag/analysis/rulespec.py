@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
-from typing import Any
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from nsdiag.analysis.expr import Expression, ExpressionError, parse
 from nsdiag.analysis.rule_context import CONSTANTS, rule_names
@@ -82,9 +82,7 @@ def _text(data: dict[str, Any], key: str, path: Path) -> str:
     return value.strip()
 
 
-def _expr(
-    data: dict[str, Any], key: str, path: Path, known: frozenset[str]
-) -> Expression | None:
+def _expr(data: dict[str, Any], key: str, path: Path, known: frozenset[str]) -> Expression | None:
     if key not in data:
         return None
     try:
@@ -93,7 +91,9 @@ def _expr(
         raise RuleError(f"{path.name}: malformed {key}: {exc}", "fix the rule file") from exc
     unknown = sorted(expression.names - known)
     if unknown:
-        raise RuleError(f"{path.name}: {key} names unknown metric(s) {', '.join(unknown)}", _NAMES_HINT)
+        raise RuleError(
+            f"{path.name}: {key} names unknown metric(s) {', '.join(unknown)}", _NAMES_HINT
+        )
     return expression
 
 
@@ -119,7 +119,9 @@ def _names(data: dict[str, Any], key: str, path: Path, known: frozenset[str]) ->
     names = tuple(str(n) for n in data.get(key, []))
     unknown = [n for n in names if n not in known]
     if unknown and key == "requires":
-        raise RuleError(f"{path.name}: requires unknown metric(s) {', '.join(unknown)}", _NAMES_HINT)
+        raise RuleError(
+            f"{path.name}: requires unknown metric(s) {', '.join(unknown)}", _NAMES_HINT
+        )
     if unknown:
         raise RuleError(
             f"{path.name}: {key} names unknown metric(s) {', '.join(unknown)}", "fix the rule file"

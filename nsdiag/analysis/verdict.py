@@ -200,9 +200,7 @@ def sentence(name: str, verdict: Verdict, pct_of_roof: float | None) -> str:
     limiter = verdict.limiter
     if verdict.bound == "memory":
         unit = limiter.upper() if limiter else "memory"
-        return (
-            f"{name} is memory-bound on {unit} ({verdict.limiter_pct:.0f}% of peak){roof}."
-        )
+        return f"{name} is memory-bound on {unit} ({verdict.limiter_pct:.0f}% of peak){roof}."
     if verdict.bound == "compute":
         return (
             f"{name} is compute-bound on the {limiter} pipe "

@@ -820,6 +820,7 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
     "source",
 )
 
+
 def label_index() -> dict[str, str]:
     """Details-page 'Section/Label' -> canonical name."""
     return {label: spec.name for spec in CATALOGUE.values() for label in spec.labels}

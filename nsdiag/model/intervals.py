@@ -7,11 +7,13 @@ bin). Every function is vectorised over numpy arrays.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-Array = npt.NDArray[np.generic]
+Array = npt.NDArray[Any]
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
@@ -40,8 +42,8 @@ def union_ns_by_group(codes: Array, starts: Array, ends: Array, n_groups: int) -
     prev[0] = s[0]
     prev[1:] = np.where(g[1:] == g[:-1], reach[:-1], s[1:])
     contribution = np.clip(e - np.maximum(s, prev), 0, None).astype("float64")
-    counts: FloatArray = np.bincount(g.astype("int64"), weights=contribution, minlength=n_groups)
-    return counts
+    counts = np.bincount(g.astype("int64"), weights=contribution, minlength=n_groups)
+    return cast(FloatArray, counts)
 
 
 def merge_ids(starts: Array, ends: Array, gap: float) -> IntArray:
@@ -65,9 +67,7 @@ def covered_fraction(starts: FloatArray, ends: FloatArray, edges: FloatArray) ->
     prefix = np.concatenate([[0.0], np.cumsum(lengths)])
     idx = np.searchsorted(u_start, edges, side="right") - 1
     at = np.clip(idx, 0, None)
-    covered = np.where(
-        idx >= 0, prefix[at] + np.clip(edges - u_start[at], 0, lengths[at]), 0.0
-    )
+    covered = np.where(idx >= 0, prefix[at] + np.clip(edges - u_start[at], 0, lengths[at]), 0.0)
     widths = np.diff(edges)
     fraction: FloatArray = np.divide(
         np.diff(covered), widths, out=np.zeros_like(widths), where=widths > 0

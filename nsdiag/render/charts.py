@@ -35,19 +35,22 @@ KIND_COLORS = {
     "other": "#9a9a9a",
 }
 
+
 def layout(height: int, **kwargs: Any) -> dict[str, Any]:
-    base: dict[str, Any] = dict(
-        template="none",
-        height=height,
-        autosize=True,
-        margin=dict(l=10, r=10, t=30, b=40),
-        font=dict(
-            family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif", size=12, color="#222"
-        ),
-        paper_bgcolor="rgba(0,0,0,0)",
-        plot_bgcolor="#fff",
-        hoverlabel=dict(align="left"),
-    )
+    base: dict[str, Any] = {
+        "template": "none",
+        "height": height,
+        "autosize": True,
+        "margin": {"l": 10, "r": 10, "t": 30, "b": 40},
+        "font": {
+            "family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif",
+            "size": 12,
+            "color": "#222",
+        },
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "#fff",
+        "hoverlabel": {"align": "left"},
+    }
     base.update(kwargs)
     return base
 
@@ -99,8 +102,8 @@ def roofline(
             460,
             xaxis=axis(type="log", dtick=1, title="arithmetic intensity (FLOP per DRAM byte)"),
             yaxis=axis(type="log", dtick=1, title="achieved FLOP/s"),
-            legend=dict(orientation="v", x=1.02, y=1),
-            margin=dict(l=10, r=10, t=20, b=40),
+            legend={"orientation": "v", "x": 1.02, "y": 1},
+            margin={"l": 10, "r": 10, "t": 20, "b": 40},
         )
     )
 
@@ -115,7 +118,9 @@ def _add_roofs(
     """The DRAM slope (theoretical, and measured where the session has a copy kernel at the
     roof) and a flat roof per precision."""
     x_min, x_max, top = extent
-    slopes = [(f"DRAM {fmt.rate(bandwidth, 'B/s')}", bandwidth, 2, None)]
+    slopes: list[tuple[str, float, int, str | None]] = [
+        (f"DRAM {fmt.rate(bandwidth, 'B/s')}", bandwidth, 2, None)
+    ]
     ceiling = diagnosis.measured_dram_ceiling
     measured = number(ceiling.bytes_per_s) if ceiling is not None else None
     if measured:
@@ -138,7 +143,7 @@ def _add_roofs(
                 y=[peak, peak],
                 mode="lines",
                 name=f"{precision.upper()} peak {fmt.rate(peak, 'FLOP/s')}",
-                line=dict(color=ROOF_COLORS[precision], width=2),
+                line={"color": ROOF_COLORS[precision], "width": 2},
                 hoverinfo="name",
             )
         )
@@ -157,12 +162,14 @@ def _add_points(fig: go.Figure, points: list[KernelDiagnosis], names: dict[str, 
                 y=[k.roofline.achieved_flops_per_s for k in group],
                 mode="markers",
                 name=f"{bound}-bound",
-                marker=dict(
-                    size=[8 + 34 * math.sqrt(max(k.time_share or 0, 0) / biggest) for k in group],
-                    color=BOUND_COLORS[bound],
-                    opacity=0.75,
-                    line=dict(color="#222", width=1),
-                ),
+                marker={
+                    "size": [
+                        8 + 34 * math.sqrt(max(k.time_share or 0, 0) / biggest) for k in group
+                    ],
+                    "color": BOUND_COLORS[bound],
+                    "opacity": 0.75,
+                    "line": {"color": "#222", "width": 1},
+                },
                 hovertext=[_roofline_hover(k, names) for k in group],
                 hoverinfo="text",
             )
@@ -206,7 +213,7 @@ def throughput_bars(kernel: KernelDiagnosis) -> go.Figure | None:
             x=[v for _, v, _, _ in rows],
             y=labels,
             orientation="h",
-            marker=dict(color=colors, line=dict(color="#111", width=widths)),
+            marker={"color": colors, "line": {"color": "#111", "width": widths}},
             text=[f"{v:.0f}%" for _, v, _, _ in rows],
             textposition="outside",
             cliponaxis=False,
@@ -216,7 +223,7 @@ def throughput_bars(kernel: KernelDiagnosis) -> go.Figure | None:
     return fig.update_layout(
         **layout(
             60 + 22 * len(rows),
-            title=dict(text="throughput, % of each unit's peak", font=dict(size=13), x=0),
+            title={"text": "throughput, % of each unit's peak", "font": {"size": 13}, "x": 0},
             xaxis=axis(range=[0, 110], tickvals=[0, 25, 50, 75, 100], ticksuffix="%"),
             yaxis=axis(autorange="reversed"),
             bargap=0.25,
@@ -241,18 +248,21 @@ def stall_bars(kernel: KernelDiagnosis, top: int = 10) -> go.Figure | None:
             x=[s * 100 for _, s, _ in rows],
             y=[r.replace("_", " ") for r, _, _ in rows],
             orientation="h",
-            marker=dict(color=colors),
+            marker={"color": colors},
             text=[f"{s * 100:.0f}%" for _, s, _ in rows],
             textposition="outside",
             cliponaxis=False,
             customdata=[fmt.num(c) for _, _, c in rows],
-            hovertemplate="%{y}: %{x:.1f}% of stall cycles, %{customdata} cycles per instruction<extra></extra>",
+            hovertemplate=(
+                "%{y}: %{x:.1f}% of stall cycles, %{customdata} cycles per instruction"
+                "<extra></extra>"
+            ),
         )
     )
     return fig.update_layout(
         **layout(
             60 + 22 * len(rows),
-            title=dict(text="warp stall reasons, % of stall cycles", font=dict(size=13), x=0),
+            title={"text": "warp stall reasons, % of stall cycles", "font": {"size": 13}, "x": 0},
             xaxis=axis(range=[0, max(s for _, s, _ in rows) * 118], ticksuffix="%"),
             yaxis=axis(autorange="reversed"),
             bargap=0.25,
@@ -277,7 +287,7 @@ def verdict_shares(diagnosis: Diagnosis) -> go.Figure | None:
             x=[totals[b] * 100 for b in bounds],
             y=[f"{b}-bound" for b in bounds],
             orientation="h",
-            marker=dict(color=[BOUND_COLORS[b] for b in bounds]),
+            marker={"color": [BOUND_COLORS[b] for b in bounds]},
             text=[
                 f"{totals[b] * 100:.1f}% ({counts[b]} kernel{'s' if counts[b] != 1 else ''})"
                 for b in bounds
@@ -293,6 +303,6 @@ def verdict_shares(diagnosis: Diagnosis) -> go.Figure | None:
             xaxis=axis(range=[0, 125], ticksuffix="%", tickvals=[0, 25, 50, 75, 100]),
             yaxis=axis(autorange="reversed"),
             showlegend=False,
-            margin=dict(l=10, r=10, t=10, b=30),
+            margin={"l": 10, "r": 10, "t": 10, "b": 30},
         )
     )

@@ -136,7 +136,8 @@ def saving(finding: Finding, total_ns: float) -> str:
 
 
 def display_names(diagnosis: Diagnosis) -> dict[str, str]:
-    """Signature name -> short display name (shortened from the demangled name where there is one)."""
+    """Signature name -> short display name (shortened from the demangled name where there is
+    one)."""
     full = {k.name: k.demangled or k.name for k in diagnosis.kernels}
     for f in diagnosis.program_findings:
         for name in (f.kernel, *f.chain):

@@ -7,6 +7,7 @@ hands them to `templates/report.html.j2`; it decides nothing about the program's
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -15,8 +16,8 @@ from markupsafe import Markup
 
 from nsdiag import __version__
 from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis, NcuRuleResult
-from nsdiag.model.values import number
 from nsdiag.model.session import Session
+from nsdiag.model.values import number
 from nsdiag.render import RenderOptions, charts, fmt, timeline_chart
 from nsdiag.resources import templates_dir
 
@@ -45,17 +46,19 @@ def environment() -> Environment:
 def _plotly_js() -> str:
     from plotly.offline import get_plotlyjs
 
-    return get_plotlyjs()
+    return str(get_plotlyjs())
 
 
 def _asset(name: str) -> Markup:
-    """A CSS or JS file from templates/report/, inlined verbatim (our own code, not program data)."""
+    """A CSS or JS file from templates/report/, inlined verbatim (our own code, not program
+    data)."""
     source, _, _ = environment().loader.get_source(environment(), f"report/{name}")  # type: ignore[union-attr]
     return Markup(source)
 
 
 def _chart(fig: go.Figure | None, div_id: str) -> Markup | None:
-    """A figure as a div + script; plotly's JSON escapes <, > and / so names cannot close the script."""
+    """A figure as a div + script; plotly's JSON escapes <, > and / so names cannot close the
+    script."""
     if fig is None:
         return None
     return Markup(
@@ -169,7 +172,8 @@ def _geometry(k: KernelDiagnosis) -> list[tuple[str, str]]:
         ("registers per thread", fmt.num(m.get("registers_per_thread"))),
         (
             "shared memory (static / dynamic)",
-            f"{fmt.bytes_(m.get('shared_mem_static_bytes'))} / {fmt.bytes_(m.get('shared_mem_dynamic_bytes'))}",
+            f"{fmt.bytes_(m.get('shared_mem_static_bytes'))} / "
+            f"{fmt.bytes_(m.get('shared_mem_dynamic_bytes'))}",
         ),
         ("waves per SM", fmt.num(m.get("waves_per_sm"))),
         ("launches", f"{k.launches:,}"),
@@ -257,7 +261,7 @@ def _meta_items(diagnosis: Diagnosis) -> list[tuple[str, str]]:
 
 
 def _left_out(
-    diagnosis: Diagnosis, cards: list[KernelDiagnosis], options: RenderOptions
+    diagnosis: Diagnosis, cards: Sequence[KernelDiagnosis], options: RenderOptions
 ) -> dict[str, Any] | None:
     rest = len(diagnosis.kernels) - len(cards)
     if rest <= 0:
@@ -308,7 +312,10 @@ def _top_findings(
             item["where"], item["where_full"] = finding.range, finding.range
             item["where_kind"] = "NVTX range"
         else:
-            item["where"], item["where_full"] = item["kernel"] or "the program", finding.kernel or ""
+            item["where"], item["where_full"] = (
+                item["kernel"] or "the program",
+                finding.kernel or "",
+            )
             item["where_kind"] = "kernel" if finding.kernel else ""
         item["anchor"] = _anchor(kernel) if kernel and kernel.id in carded_ids else None
         top.append(item)

@@ -40,10 +40,11 @@ def _top_findings(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[s
             )
         )
         lines.append(
-            f"| {escape(fmt.share(f.impact))} | {fmt.saving(f, diagnosis.total_gpu_time_ns)} | {escape(where)} | "
+            f"| {escape(fmt.share(f.impact))} | {fmt.saving(f, diagnosis.total_gpu_time_ns)} | "
+            f"{escape(where)} | "
             f"**{escape(f.title)}** ({escape(f.rule)}) | {escape(f.fix)} |"
         )
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _kernel_table(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[str]:
@@ -62,7 +63,7 @@ def _kernel_table(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[s
     rest = len(diagnosis.kernels) - n
     if rest > 0:
         lines += ["", f"{rest:,} more signatures are in the HTML or JSON report."]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _program(diagnosis: Diagnosis) -> list[str]:
@@ -76,7 +77,7 @@ def _program(diagnosis: Diagnosis) -> list[str]:
             f"saves {fmt.saving(f, diagnosis.total_gpu_time_ns)}){where}: {escape(f.message)}"
         )
         lines.append(f"  *Fix:* {escape(f.fix)}")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def render_markdown(diagnosis: Diagnosis, options: RenderOptions | None = None) -> str:
@@ -87,7 +88,8 @@ def render_markdown(diagnosis: Diagnosis, options: RenderOptions | None = None) 
     lines = [
         f"## nsdiag: {escape(device)}",
         "",
-        f"Total GPU time **{fmt.time_ns(diagnosis.total_gpu_time_ns)}** in {launches:,} kernel launches "
+        f"Total GPU time **{fmt.time_ns(diagnosis.total_gpu_time_ns)}** in {launches:,} kernel "
+        "launches "
         f"({len(diagnosis.kernels):,} signatures).",
         "",
     ]

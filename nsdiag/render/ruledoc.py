@@ -23,10 +23,10 @@ def rule_text(rule: RuleSpec) -> str:
     if rule.requires:
         lines.append(f"needs: {', '.join(rule.requires)}")
     if rule.defaults:
-        lines.append(
-            "when missing: " + ", ".join(f"{k} = {v:g}" for k, v in rule.defaults.items())
-        )
-    others = sorted(rule.condition.names - {*rule.requires, *rule.defaults}) if rule.condition else []
+        lines.append("when missing: " + ", ".join(f"{k} = {v:g}" for k, v in rule.defaults.items()))
+    others = (
+        sorted(rule.condition.names - {*rule.requires, *rule.defaults}) if rule.condition else []
+    )
     if others:
         lines.append(f"also reads: {', '.join(others)} (skipped where a missing one would decide)")
     if rule.params:

@@ -80,32 +80,56 @@ def timeline(
     """
     if activities is None or activities.empty:
         return None
-    acts = activities.dropna(subset=["start_ns", "end_ns"]).copy()
+    acts = _activity_lanes(activities)
     if acts.empty:
         return None
+    ranges = _range_lanes(nvtx)
+    t0 = float(min(acts["start_ns"].min(), ranges["start_ns"].min() if len(ranges) else math.inf))
+    t1 = float(max(acts["end_ns"].max(), ranges["end_ns"].max() if len(ranges) else -math.inf))
+    lanes = sorted(acts["lane"].unique(), key=_lane_key) + sorted(
+        ranges["lane"].unique() if len(ranges) else []
+    )
+    fig = _timeline_figure(len(lanes))
+    _add_busy(fig, acts, np.linspace(t0, t1 if t1 > t0 else t0 + 1, bins + 1))
+    per_lane = max(max_segments // max(len(lanes), 1), 20)
+    for kind, frame in [
+        *acts.groupby("kind", sort=False),
+        *(ranges.groupby("kind") if len(ranges) else []),
+    ]:
+        _add_bars(fig, str(kind), frame, per_lane, t0)
+    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(lanes)), row=2, col=1)
+    return fig
+
+
+def _activity_lanes(activities: pd.DataFrame) -> pd.DataFrame:
+    """GPU activities with a kind (kernel, memcpy, memset, other), a short name and a lane."""
+    acts = activities.dropna(subset=["start_ns", "end_ns"]).copy()
     acts["kind"] = (
         acts["kind"].astype(str).where(acts["kind"].isin(["kernel", "memcpy", "memset"]), "other")
     )
     acts["name"] = _short(acts["name"]) if "name" in acts else ""
     streams = acts["stream"] if "stream" in acts else pd.Series("?", index=acts.index)
     acts["lane"] = [_lane(k, s) for k, s in zip(acts["kind"], streams, strict=True)]
-    ranges = pd.DataFrame()
-    if nvtx is not None and not nvtx.empty:
-        ranges = nvtx.dropna(subset=["start_ns", "end_ns"]).copy()
-        depth = ranges["depth"] if "depth" in ranges else pd.Series(0, index=ranges.index)
-        ranges["lane"] = [
-            "NVTX" if missing(d) or int(d) == 0 else f"NVTX depth {int(d)}" for d in depth
-        ]
-        ranges["kind"] = "nvtx"
-        ranges["name"] = ranges["name"].fillna("").astype(str)
-    t0 = float(min(acts["start_ns"].min(), ranges["start_ns"].min() if len(ranges) else math.inf))
-    t1 = float(max(acts["end_ns"].max(), ranges["end_ns"].max() if len(ranges) else -math.inf))
-    lanes = sorted(acts["lane"].unique(), key=_lane_key) + sorted(
-        ranges["lane"].unique() if len(ranges) else []
-    )
-    per_lane = max(max_segments // max(len(lanes), 1), 20)
-    fig = _timeline_figure(len(lanes))
-    edges = np.linspace(t0, t1 if t1 > t0 else t0 + 1, bins + 1)
+    return acts
+
+
+def _range_lanes(nvtx: pd.DataFrame | None) -> pd.DataFrame:
+    """NVTX ranges, one lane per nesting depth."""
+    if nvtx is None or nvtx.empty:
+        return pd.DataFrame()
+    ranges = nvtx.dropna(subset=["start_ns", "end_ns"]).copy()
+    depth = ranges["depth"] if "depth" in ranges else pd.Series(0, index=ranges.index)
+    ranges["lane"] = [
+        "NVTX" if missing(d) or int(d) == 0 else f"NVTX depth {int(d)}" for d in depth
+    ]
+    ranges["kind"] = "nvtx"
+    ranges["name"] = ranges["name"].fillna("").astype(str)
+    return ranges
+
+
+def _add_busy(fig: go.Figure, acts: pd.DataFrame, edges: np.ndarray) -> None:
+    """The top panel: the share of each time bin in which the GPU ran anything."""
+    t0 = float(edges[0])
     busy = covered_fraction(acts["start_ns"].to_numpy(float), acts["end_ns"].to_numpy(float), edges)
     fig.add_trace(
         go.Scatter(
@@ -115,41 +139,38 @@ def timeline(
             line_shape="hv",
             fill="tozeroy",
             name="GPU busy",
-            line=dict(color="#3b7dd8", width=1),
+            line={"color": "#3b7dd8", "width": 1},
             hovertemplate="%{x:.3f} ms: %{y:.0f}% busy<extra></extra>",
         ),
         row=1,
         col=1,
     )
-    for kind, frame in [
-        *acts.groupby("kind", sort=False),
-        *(ranges.groupby("kind") if len(ranges) else []),
-    ]:
-        parts = [
-            _segments(f, per_lane).assign(lane=lane)
-            for lane, f in frame.groupby("lane", sort=False)
-        ]
-        seg = pd.concat(parts, ignore_index=True)
-        fig.add_trace(
-            go.Bar(
-                base=(seg["start_ns"] - t0) / 1e6,
-                x=(seg["end_ns"] - seg["start_ns"]).clip(lower=0) / 1e6,
-                y=seg["lane"],
-                orientation="h",
-                name=str(kind),
-                marker=dict(color=KIND_COLORS.get(str(kind), "#999")),
-                hovertext=[_segment_hover(r, t0) for r in seg.itertuples()],
-                hoverinfo="text",
-                text=[fmt.plotly_text(n) for n in seg["name"]] if kind == "nvtx" else None,
-                textposition="inside",
-                insidetextanchor="middle",
-                textfont=dict(color="#fff"),
-            ),
-            row=2,
-            col=1,
-        )
-    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(lanes)), row=2, col=1)
-    return fig
+
+
+def _add_bars(fig: go.Figure, kind: str, frame: pd.DataFrame, per_lane: int, t0: float) -> None:
+    """One bar trace for a kind of activity, each lane merged to at most `per_lane` bars."""
+    parts = [
+        _segments(f, per_lane).assign(lane=lane) for lane, f in frame.groupby("lane", sort=False)
+    ]
+    seg = pd.concat(parts, ignore_index=True)
+    fig.add_trace(
+        go.Bar(
+            base=(seg["start_ns"] - t0) / 1e6,
+            x=(seg["end_ns"] - seg["start_ns"]).clip(lower=0) / 1e6,
+            y=seg["lane"],
+            orientation="h",
+            name=kind,
+            marker={"color": KIND_COLORS.get(kind, "#999")},
+            hovertext=[_segment_hover(r, t0) for r in seg.itertuples()],
+            hoverinfo="text",
+            text=[fmt.plotly_text(n) for n in seg["name"]] if kind == "nvtx" else None,
+            textposition="inside",
+            insidetextanchor="middle",
+            textfont={"color": "#fff"},
+        ),
+        row=2,
+        col=1,
+    )
 
 
 def _lane_key(lane: str) -> tuple[float, str]:
@@ -176,8 +197,8 @@ def _timeline_figure(n_lanes: int) -> go.Figure:
             180 + 34 * n_lanes,
             barmode="overlay",
             bargap=0.2,
-            legend=dict(orientation="h", y=1.08, x=0),
-            margin=dict(l=10, r=10, t=40, b=40),
+            legend={"orientation": "h", "y": 1.08, "x": 0},
+            margin={"l": 10, "r": 10, "t": 40, "b": 40},
         )
     )
     fig.update_xaxes(**axis(), row=1, col=1)

@@ -3,9 +3,11 @@ the wall time of its NVTX range, with the details every timeline finding carries
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
+
+import pandas as pd
 
 from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding
@@ -25,6 +27,13 @@ class Draft:
     message: str
     evidence: tuple[Evidence, ...]
     details: Mapping[str, Any]
+
+
+def by_range(frame: pd.DataFrame) -> Iterator[tuple[int, str, pd.DataFrame]]:
+    """The frame's rows per device and NVTX range, in order of appearance."""
+    for key, group in frame.groupby(["device", "range"], sort=False):
+        device, name = cast(tuple[int, str], key)
+        yield int(device), str(name), group
 
 
 def param(rule: RuleSpec, key: str, default: float) -> float:

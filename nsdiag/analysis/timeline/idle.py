@@ -11,9 +11,17 @@ from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.analysis.timeline.attribution import gap_parts
-from nsdiag.analysis.timeline.findings import Draft, make_finding, param, share, worth_reporting
+from nsdiag.analysis.timeline.findings import (
+    Draft,
+    by_range,
+    make_finding,
+    param,
+    share,
+    worth_reporting,
+)
 from nsdiag.analysis.timeline.nvtx import label
 from nsdiag.model.intervals import union_ns
+from nsdiag.model.tables import records
 
 
 def gpu_idle_gaps(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
@@ -27,9 +35,9 @@ def gpu_idle_gaps(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     api = ctx.session.api_calls
     api = api.sort_values("start_ns") if len(api) else api
     findings = []
-    for (device, name), group in parts.groupby(["device", "range"], sort=False):
+    for device, name, group in by_range(parts):
         if worth_reporting(rule, v, float(group["claim"].sum()), 0.05):
-            draft = _draft(rule, ctx, (int(device), str(name)), group, api)
+            draft = _draft(rule, ctx, (device, name), group, api)
             findings.append(make_finding(rule, ctx, draft))
     return findings
 
@@ -44,7 +52,7 @@ def _draft(
     device, name = where
     min_gap = param(rule, "min_gap_ns", 100_000)
     saved, idle = float(group["claim"].sum()), float(group["idle"].sum())
-    largest = [_largest(g, api) for g in group.nlargest(3, "idle").to_dict("records")]
+    largest = [_largest(g, api) for g in records(group.nlargest(3, "idle"))]
     message = (
         f"{label(name)}: the GPU (device {device}) sat idle {idle / 1e6:.2f} ms in {len(group)} "
         f"gaps of at least {min_gap / 1e3:.0f} us (largest {largest[0]['length_ns'] / 1e6:.2f} "

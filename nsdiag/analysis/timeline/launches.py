@@ -4,6 +4,7 @@ fused kernel) would close."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -11,7 +12,14 @@ import pandas as pd
 from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.rulespec import RuleSpec
-from nsdiag.analysis.timeline.findings import Draft, make_finding, param, share, worth_reporting
+from nsdiag.analysis.timeline.findings import (
+    Draft,
+    by_range,
+    make_finding,
+    param,
+    share,
+    worth_reporting,
+)
 from nsdiag.analysis.timeline.nvtx import label
 from nsdiag.analysis.timeline.view import TimelineView
 
@@ -79,14 +87,14 @@ def launch_overhead(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         return []
     kernels_only = v.acts[v.acts["stage"] == "kernel"]
     kernel_rows = {
-        (int(d), kernels_only["range"].iloc[rows[0]]): kernels_only.index[rows]
-        for (d, _), rows in kernels_only.groupby(["device", "range_code"]).indices.items()
+        (int(cast(tuple[int, int], key)[0]), str(kernels_only["range"].iloc[rows[0]])): rows
+        for key, rows in kernels_only.groupby(["device", "range_code"]).indices.items()
     }
     findings = []
-    for (device, name), group in runs.groupby(["device", "range"], sort=False):
+    for device, name, group in by_range(runs):
         if worth_reporting(rule, v, float(group["saved_ns"].sum()), 0.01):
             in_range = v.acts.iloc[kernel_rows.get((device, name), [])]
-            draft = _draft(rule, ctx, (int(device), str(name)), group, in_range)
+            draft = _draft(rule, ctx, (device, name), group, in_range)
             findings.append(make_finding(rule, ctx, draft))
     return findings
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import pandas as pd
 
@@ -20,7 +22,9 @@ def host_ranges(
     ranges = nvtx.sort_values(["process_id", "thread_id", "start_ns"], kind="stable")
     names = ranges["name"].to_numpy(dtype=object)
     starts, ends = ranges["start_ns"].to_numpy(), ranges["end_ns"].to_numpy()
-    for (pid, tid), rows in ranges.groupby(["process_id", "thread_id"], sort=False).indices.items():
+    groups = ranges.groupby(["process_id", "thread_id"], sort=False).indices
+    for key, rows in groups.items():
+        pid, tid = cast(tuple[int, int], key)
         wanted = np.flatnonzero((pids == pid) & (tids == tid))
         if len(wanted):
             found = enclosing(starts[rows], ends[rows], times[wanted])

@@ -9,7 +9,14 @@ import pandas as pd
 from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.rulespec import RuleSpec
-from nsdiag.analysis.timeline.findings import Draft, make_finding, param, share, worth_reporting
+from nsdiag.analysis.timeline.findings import (
+    Draft,
+    by_range,
+    make_finding,
+    param,
+    share,
+    worth_reporting,
+)
 from nsdiag.analysis.timeline.nvtx import label
 from nsdiag.analysis.timeline.pinned import pageable_saving, pinned_model
 
@@ -22,10 +29,10 @@ def pageable_memcpy(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     copies = pinned_model(ctx.view, rule.params)
     pageable = copies[copies["pageable"]]
     findings = []
-    for (device, name), group in pageable.groupby(["device", "range"], sort=False):
+    for device, name, group in by_range(pageable):
         saved = pageable_saving(group)
         if worth_reporting(rule, ctx.view, saved, 0.01):
-            draft = _draft(rule, ctx, int(device), str(name), group, saved)
+            draft = _draft(rule, ctx, device, name, group, saved)
             findings.append(make_finding(rule, ctx, draft))
     return findings
 

@@ -8,6 +8,7 @@ syncs (attribution.py) claims of it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -47,7 +48,7 @@ def prepare(session: Session) -> TimelineView:
     acts = _activities(session.timeline)
     segments = _segments(acts)
     spans = {
-        int(d): (int(g["start_ns"].min()), int(g["end_ns"].max()))
+        int(cast(int, d)): (int(g["start_ns"].to_numpy().min()), int(g["end_ns"].to_numpy().max()))
         for d, g in segments.groupby("device")
     }
     gaps = _gaps(segments, acts)
