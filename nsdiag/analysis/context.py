@@ -18,8 +18,8 @@ if TYPE_CHECKING:  # the timeline analyses import this module
 
 @dataclass(frozen=True)
 class ProgramContext:
-    """Room for what program analyses will share next (the analysed region, detected
-    iterations): a field here, filled in engine.diagnose."""
+    """One diagnosis's inputs to the program analyses. What they will share next (the analysed
+    region, detected iterations) becomes a field here, filled in engine.diagnose."""
 
     session: Session
     derived: pd.DataFrame  # one row per profiled launch, with the derived metrics

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 from nsdiag.analysis.context import ProgramContext
@@ -43,11 +42,8 @@ def layout_conversions(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     min_share = rule.params.get("min_share", 0.01)
     if share < min_share:
         return []
-    moved = sum(
-        (k.metrics.get("dram_bytes") or 0.0) * k.launches
-        for k in matches
-        if not math.isnan(k.metrics.get("dram_bytes", math.nan))
-    )
+    per_launch = [(number(k.metrics.get("dram_bytes")), k.launches) for k in matches]
+    moved = sum(nbytes * launches for nbytes, launches in per_launch if nbytes is not None)
     names = ", ".join(
         f"{short_name(k.name)} ({k.launches}x, {k.total_duration_ns / 1e3:.0f} us)"
         for k in matches[:5]

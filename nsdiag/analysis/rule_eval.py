@@ -12,7 +12,6 @@ An impact formula that reads a missing name gives no estimate (0); the finding s
 
 from __future__ import annotations
 
-import math
 import string
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -32,7 +31,7 @@ class _SafeFormatter(string.Formatter):
         return kwargs.get(field_name), field_name
 
     def format_field(self, value: Any, format_spec: str) -> str:
-        if value is None or (isinstance(value, float) and math.isnan(value)):
+        if missing(value):
             return "n/a"
         try:
             return format(value, format_spec)

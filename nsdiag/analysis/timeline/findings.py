@@ -3,7 +3,7 @@ the wall time of its NVTX range, with the details every timeline finding carries
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -34,6 +34,30 @@ def by_range(frame: pd.DataFrame) -> Iterator[tuple[int, str, pd.DataFrame]]:
     for key, group in frame.groupby(["device", "range"], sort=False):
         device, name = cast(tuple[int, str], key)
         yield int(device), str(name), group
+
+
+Drafter = Callable[[int, str, pd.DataFrame, float], Draft | None]
+
+
+def per_range(
+    rule: RuleSpec,
+    ctx: ProgramContext,
+    frame: pd.DataFrame,
+    saved_ns: Callable[[pd.DataFrame], float],
+    draft: Drafter,
+    min_impact: float,
+) -> list[Finding]:
+    """A finding per device and NVTX range of `frame` whose saving reaches the rule's
+    min_impact (`min_impact` where the rule sets none) and that `draft` describes (it returns
+    None for a range that is not a finding)."""
+    findings = []
+    for device, name, group in by_range(frame):
+        saved = saved_ns(group)
+        if worth_reporting(rule, ctx.view, saved, min_impact):
+            found = draft(device, name, group, saved)
+            if found is not None:
+                findings.append(make_finding(rule, ctx, found))
+    return findings
 
 
 def param(rule: RuleSpec, key: str, default: float) -> float:

@@ -11,14 +11,7 @@ from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.analysis.timeline.attribution import gap_parts
-from nsdiag.analysis.timeline.findings import (
-    Draft,
-    by_range,
-    make_finding,
-    param,
-    share,
-    worth_reporting,
-)
+from nsdiag.analysis.timeline.findings import Draft, param, per_range, share
 from nsdiag.analysis.timeline.nvtx import label
 from nsdiag.model.intervals import union_ns
 from nsdiag.model.tables import records
@@ -34,24 +27,27 @@ def gpu_idle_gaps(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     parts["claim"] = (parts["length"] - parts["sync_claim_ns"]) * parts["fraction"]
     api = ctx.session.api_calls
     api = api.sort_values("start_ns") if len(api) else api
-    findings = []
-    for device, name, group in by_range(parts):
-        if worth_reporting(rule, v, float(group["claim"].sum()), 0.05):
-            draft = _draft(rule, ctx, (device, name), group, api)
-            findings.append(make_finding(rule, ctx, draft))
-    return findings
+    return per_range(
+        rule,
+        ctx,
+        parts,
+        lambda group: float(group["claim"].sum()),
+        lambda device, name, group, saved: _draft(rule, ctx, (device, name, saved), group, api),
+        0.05,
+    )
 
 
 def _draft(
     rule: RuleSpec,
     ctx: ProgramContext,
-    where: tuple[int, str],
+    where: tuple[int, str, float],
     group: pd.DataFrame,
     api: pd.DataFrame,
 ) -> Draft:
-    device, name = where
+    """`where`: device, range and the saving; `group`: the range's parts of idle gaps."""
+    device, name, saved = where
     min_gap = param(rule, "min_gap_ns", 100_000)
-    saved, idle = float(group["claim"].sum()), float(group["idle"].sum())
+    idle = float(group["idle"].sum())
     largest = [_largest(g, api) for g in records(group.nlargest(3, "idle"))]
     message = (
         f"{label(name)}: the GPU (device {device}) sat idle {idle / 1e6:.2f} ms in {len(group)} "

@@ -12,14 +12,7 @@ import pandas as pd
 from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.rulespec import RuleSpec
-from nsdiag.analysis.timeline.findings import (
-    Draft,
-    by_range,
-    make_finding,
-    param,
-    share,
-    worth_reporting,
-)
+from nsdiag.analysis.timeline.findings import Draft, param, per_range, share
 from nsdiag.analysis.timeline.nvtx import label
 from nsdiag.analysis.timeline.view import TimelineView
 
@@ -90,25 +83,24 @@ def launch_overhead(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         (int(cast(tuple[int, int], key)[0]), str(kernels_only["range"].iloc[rows[0]])): rows
         for key, rows in kernels_only.groupby(["device", "range_code"]).indices.items()
     }
-    findings = []
-    for device, name, group in by_range(runs):
-        if worth_reporting(rule, v, float(group["saved_ns"].sum()), 0.01):
-            in_range = v.acts.iloc[kernel_rows.get((device, name), [])]
-            draft = _draft(rule, ctx, (device, name), group, in_range)
-            findings.append(make_finding(rule, ctx, draft))
-    return findings
+
+    def draft(device: int, name: str, group: pd.DataFrame, saved: float) -> Draft:
+        in_range = v.acts.iloc[kernel_rows.get((device, name), [])]
+        return _draft(rule, ctx, (device, name, saved), group, in_range)
+
+    return per_range(rule, ctx, runs, lambda group: float(group["saved_ns"].sum()), draft, 0.01)
 
 
 def _draft(
     rule: RuleSpec,
     ctx: ProgramContext,
-    where: tuple[int, str],
+    where: tuple[int, str, float],
     group: pd.DataFrame,
     in_range: pd.DataFrame,
 ) -> Draft:
-    """`group`: the range's runs; `in_range`: its kernels."""
-    device, name = where
-    saved = float(group["saved_ns"].sum())
+    """`where`: device, range and the saving; `group`: the range's runs; `in_range`: its
+    kernels."""
+    device, name, saved = where
     n, busy = int(group["kernels"].sum()), float(group["busy_ns"].sum())
     gaps = float(group["gap_ns"].sum())
     links = max(int(group["links"].sum()), 1)

@@ -9,14 +9,7 @@ import pandas as pd
 from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.rulespec import RuleSpec
-from nsdiag.analysis.timeline.findings import (
-    Draft,
-    by_range,
-    make_finding,
-    param,
-    share,
-    worth_reporting,
-)
+from nsdiag.analysis.timeline.findings import Draft, param, per_range, share
 from nsdiag.analysis.timeline.nvtx import label
 from nsdiag.analysis.timeline.pinned import pageable_saving, pinned_model
 
@@ -28,13 +21,14 @@ def gbps(nbytes: float, ns: float) -> float | None:
 def pageable_memcpy(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     copies = pinned_model(ctx.view, rule.params)
     pageable = copies[copies["pageable"]]
-    findings = []
-    for device, name, group in by_range(pageable):
-        saved = pageable_saving(group)
-        if worth_reporting(rule, ctx.view, saved, 0.01):
-            draft = _draft(rule, ctx, device, name, group, saved)
-            findings.append(make_finding(rule, ctx, draft))
-    return findings
+    return per_range(
+        rule,
+        ctx,
+        pageable,
+        pageable_saving,
+        lambda device, name, group, saved: _draft(rule, ctx, device, name, group, saved),
+        0.01,
+    )
 
 
 def _directions(group: pd.DataFrame) -> dict[str, dict[str, Any]]:

@@ -8,14 +8,7 @@ import pandas as pd
 from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.rulespec import RuleSpec
-from nsdiag.analysis.timeline.findings import (
-    Draft,
-    by_range,
-    make_finding,
-    param,
-    share,
-    worth_reporting,
-)
+from nsdiag.analysis.timeline.findings import Draft, param, per_range, share
 from nsdiag.analysis.timeline.nvtx import label
 
 
@@ -31,17 +24,15 @@ def sync_heavy(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         else pd.Series(np.nan, index=calls.index, dtype=object)
     )
     call_range = named.astype("object").where(named.notna(), "")
-    findings = []
-    for device, name, group in by_range(v.syncs):
+
+    def draft(device: int, name: str, group: pd.DataFrame, saved: float) -> Draft | None:
         mine = calls[call_range == name]
         count, work = len(mine), float(group["work_ns"].median())
-        saved = float(group["claim_ns"].sum())
         if count < param(rule, "min_syncs", 20) or work > param(rule, "max_work_ns", 100_000):
-            continue
-        if worth_reporting(rule, v, saved, 0.01):
-            draft = _draft(rule, ctx, (device, name), mine, group)
-            findings.append(make_finding(rule, ctx, draft))
-    return findings
+            return None
+        return _draft(rule, ctx, (device, name), mine, group)
+
+    return per_range(rule, ctx, v.syncs, lambda group: float(group["claim_ns"].sum()), draft, 0.01)
 
 
 def _draft(
