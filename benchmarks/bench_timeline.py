@@ -32,19 +32,37 @@ GLOBAL_TID = (1 << 24 | 4242) << 24 | 4242  # pid 4242, main thread
 GLOBAL_PID = (1 << 24 | 4242) << 24
 SCHEMA = """
 CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
-  contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
-  demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL,
-  gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL);
-CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL,
-  globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL);
-CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,
-  contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,
-  bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind INTEGER, dstKind INTEGER);
-CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, text TEXT,
-  globalTid INTEGER, textId INTEGER, domainId INTEGER);
-CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, smCount INTEGER, computeMajor INTEGER, computeMinor INTEGER);
+CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
+  deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
+  correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL,
+  shortName INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL,
+  gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL,
+  blockZ INTEGER NOT NULL);
+CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
+  eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL,
+  returnValue INTEGER NOT NULL);
+CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT NULL,
+  deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
+  correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL,
+  srcKind INTEGER, dstKind INTEGER);
+CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,
+  text TEXT, globalTid INTEGER, textId INTEGER, domainId INTEGER);
+CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT, smCount INTEGER, computeMajor INTEGER,
+  computeMinor INTEGER);
 """
+
+
+STRINGS = (
+    "tiny_add(float*)",
+    "tiny_add",
+    "big_gemm(float*, float*)",
+    "big_gemm",
+    "cudaLaunchKernel_v7000",
+    "cudaStreamSynchronize_v3020",
+    "cudaMemcpyAsync_v3020",
+    "step",
+    "burst",
+)
 
 
 def generate(path: Path, n_kernels: int, seed: int = 0) -> None:
@@ -53,24 +71,7 @@ def generate(path: Path, n_kernels: int, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     con = sqlite3.connect(path)
     con.executescript(SCHEMA)
-    con.executemany(
-        "INSERT INTO StringIds VALUES (?, ?)",
-        list(
-            enumerate(
-                [
-                    "tiny_add(float*)",
-                    "tiny_add",
-                    "big_gemm(float*, float*)",
-                    "big_gemm",
-                    "cudaLaunchKernel_v7000",
-                    "cudaStreamSynchronize_v3020",
-                    "cudaMemcpyAsync_v3020",
-                    "step",
-                    "burst",
-                ]
-            )
-        ),
-    )
+    con.executemany("INSERT INTO StringIds VALUES (?, ?)", list(enumerate(STRINGS)))
     long = rng.random(n_kernels) < 0.01
     duration = np.where(
         long, rng.integers(50_000, 200_000, n_kernels), rng.integers(1_000, 2_000, n_kernels)
@@ -80,6 +81,19 @@ def generate(path: Path, n_kernels: int, seed: int = 0) -> None:
     start += (
         np.arange(n_kernels) * 100 // n_kernels
     ) * 2_000_000  # 2 ms between steps for the copy
+    _kernels(con, start, duration, long)
+    steps = np.array_split(np.arange(n_kernels), 100)
+    _steps(con, steps, start, duration, n_kernels)
+    con.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, 'Synthetic GPU', 132, 9, 0)")
+    con.commit()
+    con.close()
+
+
+def _kernels(
+    con: sqlite3.Connection, start: np.ndarray, duration: np.ndarray, long: np.ndarray
+) -> None:
+    """The kernels (long ones on stream 14) and the runtime call that launched each."""
+    n_kernels = len(start)
     corr = np.arange(1, n_kernels + 1)
     stream = np.where(long, 14, 7)
     con.executemany(
@@ -93,6 +107,7 @@ def generate(path: Path, n_kernels: int, seed: int = 0) -> None:
             np.where(long, 2, 0).tolist(),
             np.where(long, 3, 1).tolist(),
             np.where(long, 1024, 4).tolist(),
+            strict=True,
         ),
     )
     api_start = start - 8_000
@@ -103,13 +118,9 @@ def generate(path: Path, n_kernels: int, seed: int = 0) -> None:
             (api_start + 5_000).tolist(),
             [GLOBAL_TID] * n_kernels,
             corr.tolist(),
+            strict=True,
         ),
     )
-    steps = np.array_split(np.arange(n_kernels), 100)
-    _steps(con, steps, start, duration, n_kernels)
-    con.execute("INSERT INTO TARGET_INFO_GPU VALUES (0, 'Synthetic GPU', 132, 9, 0)")
-    con.commit()
-    con.close()
 
 
 def _steps(
@@ -180,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         path.unlink(missing_ok=True)
         _, t_gen = timed(generate, path, args.kernels)
         con = sqlite3.connect(path)
-        baseline, t_base = timed(pd.read_sql, "SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL", con)
+        _baseline, t_base = timed(pd.read_sql, "SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL", con)
         con.close()
         session, t_read = timed(nsys_sqlite.read, path)
         diagnosis, t_diag = timed(diagnose, session)
@@ -200,18 +211,16 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(
         f"synthetic export: {args.kernels:,} kernels, {len(session.timeline):,} GPU activities, "
-        f"{len(session.api_calls):,} API calls, {len(session.nvtx_ranges):,} NVTX ranges (generated in {t_gen:.1f} s)"
+        f"{len(session.api_calls):,} API calls, {len(session.nvtx_ranges):,} NVTX ranges "
+        f"(generated in {t_gen:.1f} s)"
     )
     print(f"baseline  pandas.read_sql(kernel table): {t_base:6.2f} s")
-    print(
-        f"read      nsys_sqlite.read:              {t_read:6.2f} s  ({t_read / t_base:.2f}x baseline)"
-    )
-    print(
-        f"diagnose  timeline analyses:             {t_diag:6.2f} s  ({t_diag / t_base:.2f}x baseline)"
-    )
-    print(
-        f"total     read + diagnose:               {t_read + t_diag:6.2f} s  ({(t_read + t_diag) / t_base:.2f}x baseline)"
-    )
+    for label, seconds in (
+        ("read      nsys_sqlite.read:             ", t_read),
+        ("diagnose  timeline analyses:            ", t_diag),
+        ("total     read + diagnose:              ", t_read + t_diag),
+    ):
+        print(f"{label} {seconds:6.2f} s  ({seconds / t_base:.2f}x baseline)")
     for rule, name, impact in figures["findings"]:
         print(f"  finding {rule} range={name} impact={impact}")
     if args.json:

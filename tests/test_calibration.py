@@ -1,4 +1,5 @@
-"""Every kernel rule against recorded H200 kernels: the bad kernel fires it, its fixed twin does not.
+"""Every kernel rule against recorded H200 kernels: the bad kernel fires it, its fixed twin does
+not.
 
 The kernels are tests/calibration/calib.cu, tests/calibration/pytorch_cases.py and the reference
 kernels, profiled with ncu --set full (tests/data/README.md).

@@ -20,21 +20,21 @@ def test_float4_sits_at_the_dram_roof() -> None:
     k = kernel("reference", "nsdiag::float4_kernel")
     assert (k.bound, k.limiter) == ("memory", "dram")
     assert k.findings[0].rule == "NSD101"  # only fewer bytes help
-    assert k.roofline["pct_of_roof"] > 80
-    assert k.roofline["arithmetic_intensity"] < 1  # far left of the ridge point
+    assert k.roofline.pct_of_roof > 80
+    assert k.roofline.arithmetic_intensity < 1  # far left of the ridge point
     # Against the copy measured in the same session it is within a few percent of the ceiling.
-    assert k.roofline["pct_of_measured_ceiling"] > 95
+    assert k.roofline.pct_of_measured_ceiling > 95
 
 
 def test_naive_is_a_chain_to_fuse() -> None:
     d = diagnosis("reference")
     naive = [f for f in d.program_findings if f.range == "naive"]
     assert len(naive) == 1 and naive[0].cause == "fusion-candidate"
-    chain = naive[0].details["chain"]
+    chain = naive[0].chain
     assert "CUDAFunctor_add" in chain[0] and "DivFunctor" in chain[1] and "gemm" in chain[2]
     assert naive[0].impact > 0.3  # most of naive's time goes away
     compiled = [f for f in d.program_findings if f.range == "compiled"]
-    assert len(compiled) == 1 and "triton_poi_fused_div_sub" in compiled[0].details["chain"][0]
+    assert len(compiled) == 1 and "triton_poi_fused_div_sub" in compiled[0].chain[0]
     # Kernels already at the roof, in their own ranges, are not fusion candidates.
     assert not [f for f in d.program_findings if f.range in ("fused", "float4", "copy_ceiling")]
     for name in ("CUDAFunctor_add", "DivFunctor"):
@@ -76,9 +76,10 @@ def test_json_validates_against_the_contract(fixture: str) -> None:
 
 
 def test_missing_metrics_are_skipped_not_a_crash(data_dir: Path) -> None:
-    """A duration-only export: every rule that needs more is reported as skipped, with the reason."""
+    """A duration-only export: every rule that needs more is reported as skipped, with the
+    reason."""
     d = diagnose(nsdiag.load(data_dir / "console/duration_raw.csv.gz"))
-    assert all(k.findings == [] or all(f.rule == "NSD304" for f in k.findings) for k in d.kernels)
+    assert all(not k.findings or all(f.rule == "NSD304" for f in k.findings) for k in d.kernels)
     reasons = {s.rule: s.reason for s in d.skipped_rules}
     assert reasons["NSD101"].startswith("missing dram_throughput_pct")
     assert all(k.bound in ("launch", "unknown") for k in d.kernels)
@@ -88,8 +89,8 @@ def test_missing_metrics_are_skipped_not_a_crash(data_dir: Path) -> None:
 def test_ncu_second_opinion_is_attached(data_dir: Path) -> None:
     d = diagnose(nsdiag.load(data_dir / "reference/details.csv.gz"))
     float4 = next(k for k in d.kernels if "float4_kernel" in k.name)
-    rules = {r["rule"] for r in float4.ncu_rules}
-    assert rules and all(r["type"] in ("OPT", "WRN") for r in float4.ncu_rules)
+    rules = {r.rule for r in float4.ncu_rules}
+    assert rules and all(r.type in ("OPT", "WRN") for r in float4.ncu_rules)
     assert float4.findings[0].rule == "NSD101"
 
 
@@ -99,11 +100,11 @@ def test_nsdiag_leads_with_the_roof_where_ncu_leads_with_idle_pipes(data_dir: Pa
     the scalar fused kernel (whose float4 rewrite measured only a few percent faster)."""
     d = diagnose(nsdiag.load(data_dir / "reference/details.csv.gz"))
     float4 = next(k for k in d.kernels if "float4_kernel" in k.name)
-    assert float4.ncu_rules[0]["rule"] == "HighPipeUtilization"
+    assert float4.ncu_rules[0].rule == "HighPipeUtilization"
     assert float4.findings[0].cause == "dram-bandwidth-saturated"
     fused = next(k for k in d.kernels if "fused_kernel" in k.name)
     assert any(
-        r["rule"] == "UncoalescedGlobalAccess" and r["speedup"] > 50 for r in fused.ncu_rules
+        r.rule == "UncoalescedGlobalAccess" and (r.speedup or 0) > 50 for r in fused.ncu_rules
     )
     assert [f.rule for f in fused.findings] == ["NSD101"]
 

@@ -26,12 +26,52 @@ def test_arithmetic_and_functions(a: float, b: float, c: float) -> None:
     assert value == pytest.approx(max(a, b) - min(b, c) * 2 + abs(a))
 
 
-def test_missing_values_make_comparisons_false_and_arithmetic_nan() -> None:
-    assert parse("x >= 1").evaluate({}) is False
-    assert parse("x >= 1").evaluate({"x": float("nan")}) is False
-    assert parse("not (x < 1)").evaluate({}) is True
-    assert math.isnan(parse("x / 2").evaluate({"x": None}))
+def test_missing_values_are_unknown_never_true_or_false() -> None:
+    for values in ({}, {"x": float("nan")}, {"x": None}):
+        assert parse("x >= 1").holds(values) is None
+        assert parse("not (x < 50)").holds(values) is None  # was silently True
+        assert parse("x / 2").evaluate(values) is None
+        assert parse("max(x, 1)").evaluate(values) is None
+        assert parse("1 if x > 0 else 2").evaluate(values) is None
+    assert parse("x < 50 or y >= 1").holds({"y": 0.0}) is None
+    assert parse("x >= 1").missing({"y": 1.0}) == ["x"]
+    assert parse("a >= 1 and b >= 1").missing({"a": None, "b": float("nan")}) == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "source, values, expected",
+    [
+        ("a >= 10 and x < 50", {"a": 5.0}, False),  # the known operand decides
+        ("a >= 10 or x < 50", {"a": 12.0}, True),
+        ("a >= 10 and x < 50", {"a": 12.0}, None),
+        ("a >= 10 or x < 50", {"a": 5.0}, None),
+        ("a < b < x", {"a": 3.0, "b": 1.0}, False),
+        ("a < b < x", {"a": 0.0, "b": 1.0}, None),
+    ],
+)
+def test_known_values_decide_when_they_can(
+    source: str, values: dict, expected: bool | None
+) -> None:
+    assert parse(source).holds(values) is expected
+
+
+def test_arithmetic_nan_compares_false() -> None:
+    """Division by zero is undefined, not missing: a comparison on it is false."""
     assert math.isnan(parse("1 / y").evaluate({"y": 0}))
+    assert parse("1 / y > 0").holds({"y": 0}) is False
+
+
+def test_named_constants_become_thresholds() -> None:
+    expression = parse("x >= SATURATED_PCT and not (y < LIMIT)", {"SATURATED_PCT": 60, "LIMIT": 5})
+    assert expression.names == {"x", "y"} and expression.constants == {
+        "LIMIT": 5.0,
+        "SATURATED_PCT": 60.0,
+    }
+    assert expression.holds({"x": 60.0, "y": 5.0}) is True
+    assert [(c.metric, c.op, c.threshold) for c in expression.comparisons()] == [
+        ("x", ">=", 60.0),
+        ("y", ">=", 5.0),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from nsdiag.analysis.engine import diagnose
 from nsdiag.errors import NsdiagError
 from nsdiag.model.names import ELLIPSIS, short_name, short_names
 from nsdiag.model.session import NVTX_COLUMNS, TIMELINE_COLUMNS, Session
-from nsdiag.render import RenderOptions, charts, format_from_path, render
+from nsdiag.render import RenderOptions, format_from_path, render, timeline_chart
 from nsdiag.render.markdown import escape as md_escape
 from tests.conftest import DATA
 
@@ -141,7 +141,8 @@ def scaled_session(launches: int = 5000, signatures: int = 1000) -> Session:
     reps = sig % len(base.kernels)
     kernels = base.kernels.iloc[reps].reset_index(drop=True).copy()
     names = [
-        f"void synth::op_{j}<at::native::Functor<float, {j % 4}>, {j % 3}>(const float *, float *, long)"
+        f"void synth::op_{j}<at::native::Functor<float, {j % 4}>, {j % 3}>(const float *, float "
+        "*, long)"
         for j in sig
     ]
     kernels["name"], kernels["demangled"], kernels["id"] = names, names, np.arange(launches)
@@ -155,7 +156,8 @@ def scaled_session(launches: int = 5000, signatures: int = 1000) -> Session:
 
 
 def outside_plotly(html: str) -> str:
-    """The report without the inlined plotly.js bundle (vendored code: its own strings name URLs)."""
+    """The report without the inlined plotly.js bundle (vendored code: its own strings name
+    URLs)."""
     from plotly.offline import get_plotlyjs
 
     return html.replace(get_plotlyjs(), "")
@@ -191,7 +193,7 @@ def hostile_html() -> str:
 def test_html_has_every_section_and_every_signature(
     case: tuple[str, Diagnosis, Session, str],
 ) -> None:
-    name, diagnosis, _, html = case
+    _name, diagnosis, _, html = case
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
     for section in ("summary", "kernels", "roofline", "cards", "program"):
         assert f'<section id="{section}">' in html, section
@@ -246,14 +248,14 @@ def test_timeline_section_from_a_synthetic_timeline(reference: tuple[Diagnosis, 
 
 def test_timeline_chart_lanes_and_decimation() -> None:
     timeline, nvtx = synthetic_timeline(n_kernels=60, streams=2)
-    fig = charts.timeline(timeline, nvtx)
+    fig = timeline_chart.timeline(timeline, nvtx)
     bars = {t.name: t for t in fig.data if t.type == "bar"}
     assert set(bars) == {"kernel", "memcpy", "nvtx"}
     assert set(bars["kernel"].y) == {"stream 7 · kernels", "stream 13 · kernels"}
     assert len(bars["kernel"].x) == 60  # few rows: drawn exactly
     big, _ = synthetic_timeline(n_kernels=50_000, streams=4)
     start = time.perf_counter()
-    fig = charts.timeline(big, None, max_segments=2000)
+    fig = timeline_chart.timeline(big, None, max_segments=2000)
     elapsed = time.perf_counter() - start
     drawn = sum(len(t.x) for t in fig.data if t.type == "bar")
     assert drawn <= 2000 + 20 * 6 and len(fig.to_json()) < 1_500_000
@@ -264,11 +266,11 @@ def test_timeline_chart_lanes_and_decimation() -> None:
 
 def test_busy_time_is_the_union_of_activities() -> None:
     frame = pd.DataFrame({"start_ns": [0, 5, 20], "end_ns": [10, 12, 30]})
-    assert charts.busy_time(frame) == (30.0, pytest.approx(22.0))
+    assert timeline_chart.busy_time(frame) == (30.0, pytest.approx(22.0))
 
 
 def test_no_kernel_metrics_still_renders(reference: tuple[Diagnosis, Session]) -> None:
-    diagnosis, session = reference
+    diagnosis, _session = reference
     empty = Diagnosis(
         device=diagnosis.device,
         total_gpu_time_ns=0.0,
@@ -292,7 +294,8 @@ def test_scale_5000_launches(capsys: pytest.CaptureFixture[str]) -> None:
     size = len(html.encode())
     with capsys.disabled():
         print(
-            f"\n5,000 launches / {len(diagnosis.kernels):,} signatures: diagnose {diagnosed - start:.1f} s, "
+            f"\n5,000 launches / {len(diagnosis.kernels):,} signatures: diagnose "
+            f"{diagnosed - start:.1f} s, "
             f"render {rendered - diagnosed:.2f} s, {size / 1e6:.2f} MB"
         )
     assert len(diagnosis.kernels) == 1000
@@ -369,21 +372,26 @@ def test_unknown_formats_are_errors(reference: tuple[Diagnosis, Session]) -> Non
             "nsdiag::copy_float4_kernel",
         ),
         (
-            "void at::elementwise_kernel<128, 2, void at::gpu_kernel_impl_nocast<at::BinaryFunctor<float, float, float, "
-            "binary_internal::DivFunctor<float>>>(at::TensorIteratorBase &, const T1 &)::[lambda(int) (instance 1)]>(int, T3)",
+            "void at::elementwise_kernel<128, 2, void "
+            "at::gpu_kernel_impl_nocast<at::BinaryFunctor<float, float, float, "
+            "binary_internal::DivFunctor<float>>>(at::TensorIteratorBase &, const T1 "
+            "&)::[lambda(int) (instance 1)]>(int, T3)",
             f"at::elementwise_kernel<{ELLIPSIS}>",
         ),
         (
-            "void at::native::(anonymous namespace)::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+            "void at::native::(anonymous namespace)::reduce_kernel<512, 1, "
+            "at::native::ReduceOp<float, "
             "at::native::MeanOps<float, float, float, float>, unsigned int, float, 4>>(T3)",
             f"at::native::reduce_kernel<{ELLIPSIS}>",
         ),
         (
-            "void at::native::<unnamed>::distribution_elementwise_grid_stride_kernel<float, (int)4>(long, T3)",
+            "void at::native::<unnamed>::distribution_elementwise_grid_stride_kernel<float, "
+            "(int)4>(long, T3)",
             f"at::native::distribution_elementwise_grid_stride_kernel<{ELLIPSIS}>",
         ),
         (
-            "void cub::CUB_200200_900_NS::DeviceRadixSortOnesweepKernel<cub::CUB_200200_900_NS::Policy900, false>(T4 *)",
+            "void cub::CUB_200200_900_NS::DeviceRadixSortOnesweepKernel<"
+            "cub::CUB_200200_900_NS::Policy900, false>(T4 *)",
             f"cub::DeviceRadixSortOnesweepKernel<{ELLIPSIS}>",
         ),
         (
@@ -400,7 +408,8 @@ def test_unknown_formats_are_errors(reference: tuple[Diagnosis, Session]) -> Non
             "foo::lambda#2::operator()",
         ),
         (
-            "cutlass::gemm::kernel::sm90::GemmUniversal<int, float>::operator()(Params const&, char*)",
+            "cutlass::gemm::kernel::sm90::GemmUniversal<int, float>::operator()(Params const&, "
+            "char*)",
             f"cutlass::{ELLIPSIS}::sm90::GemmUniversal<{ELLIPSIS}>::operator()",
         ),
         ("a::b::c::d::e::f(int)", f"a::{ELLIPSIS}::e::f"),
@@ -429,12 +438,15 @@ def test_long_names_are_truncated_in_the_middle() -> None:
 
 def test_colliding_short_names_get_a_distinguishing_hint() -> None:
     div = (
-        "void at::elementwise_kernel<128, 2, void at::gpu_kernel_impl_nocast<at::BinaryFunctor<float, float, "
-        "float, binary_internal::DivFunctor<float>>>(at::TensorIteratorBase &, const T1 &)::[lambda(int) "
+        "void at::elementwise_kernel<128, 2, void "
+        "at::gpu_kernel_impl_nocast<at::BinaryFunctor<float, float, "
+        "float, binary_internal::DivFunctor<float>>>(at::TensorIteratorBase &, const T1 "
+        "&)::[lambda(int) "
         "(instance 1)]>(int, T3)"
     )
     add = (
-        "void at::elementwise_kernel<128, 2, void at::gpu_kernel_impl_nocast<at::CUDAFunctor_add<float>>"
+        "void at::elementwise_kernel<128, 2, void "
+        "at::gpu_kernel_impl_nocast<at::CUDAFunctor_add<float>>"
         "(at::TensorIteratorBase &, const T1 &)::[lambda(int) (instance 1)]>(int, T3)"
     )
     names = short_names([div, add, "nsdiag::fused_kernel(const float *)"])

@@ -105,7 +105,8 @@ class Page:
     def column(self, index: int) -> list[str]:
         return self.page.eval_on_selector_all(
             "#kernel-table tbody tr",
-            f"rows => rows.map(r => r.cells[{index}].getAttribute('data-v') ?? r.cells[{index}].textContent.trim())",
+            f"rows => rows.map(r => r.cells[{index}].getAttribute('data-v') ?? "
+            f"r.cells[{index}].textContent.trim())",
         )
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from math import nan
 from pathlib import Path
 
 import pytest
 
+from nsdiag.analysis.diagnosis import Finding, Skipped
+from nsdiag.analysis.rule_eval import evaluate_rule
 from nsdiag.analysis.rulespec import KERNEL_CAUSES, PROGRAM_CAUSES, load_rules, parse_rule
 from nsdiag.errors import RuleError
 from nsdiag.resources import rules_dir
@@ -100,3 +104,78 @@ def test_bad_rule_files_fail(tmp_path: Path, old: str, new: str, message: str) -
 
 def test_shipped_rules_folder_is_found() -> None:
     assert (rules_dir() / "NSD101-dram-bandwidth-saturated.toml").is_file()
+
+
+# ---------------------------------------------------------------- missing metrics, named constants
+
+POLICY_RULE = GOOD_RULE.replace(
+    'condition = "dram_throughput_pct >= 60"',
+    'condition = "dram_throughput_pct >= SATURATED_PCT and not (l2_throughput_pct < 50)"',
+)
+
+
+def _evaluate(tmp_path: Path, text: str, values: dict[str, float]) -> Finding | Skipped | None:
+    return evaluate_rule(parse_rule(_rule_file(tmp_path, text)), {"time_share": 0.5, **values})
+
+
+def test_a_missing_name_the_condition_needs_skips_the_rule(tmp_path: Path) -> None:
+    """Before the policy `not (x < 50)` passed silently when x was missing."""
+    result = _evaluate(tmp_path, POLICY_RULE, {"dram_throughput_pct": 80.0})
+    assert result == Skipped("NSD900", "missing l2_throughput_pct")
+    result = _evaluate(
+        tmp_path, POLICY_RULE, {"dram_throughput_pct": 80.0, "l2_throughput_pct": nan}
+    )
+    assert result == Skipped("NSD900", "missing l2_throughput_pct")
+    assert isinstance(
+        _evaluate(tmp_path, POLICY_RULE, {"dram_throughput_pct": 80.0, "l2_throughput_pct": 70.0}),
+        Finding,
+    )
+
+
+def test_known_values_decide_without_the_missing_one(tmp_path: Path) -> None:
+    assert _evaluate(tmp_path, POLICY_RULE, {"dram_throughput_pct": 20.0}) is None
+
+
+def test_a_required_name_skips_the_rule_whatever_the_condition(tmp_path: Path) -> None:
+    result = _evaluate(tmp_path, POLICY_RULE, {"l2_throughput_pct": 70.0})
+    assert result == Skipped("NSD900", "missing dram_throughput_pct")
+
+
+def test_a_declared_default_stands_in_for_a_missing_name(tmp_path: Path) -> None:
+    text = POLICY_RULE.replace("[doc]", "[defaults]\nl2_throughput_pct = 100\n\n[doc]")
+    result = _evaluate(tmp_path, text, {"dram_throughput_pct": 80.0})
+    assert isinstance(result, Finding)
+    # the evidence shows what was measured (nothing), not the default
+    assert {e.metric: e.value for e in result.evidence}["l2_throughput_pct"] is None
+    text = POLICY_RULE.replace("[doc]", "[defaults]\nl2_throughput_pct = 0\n\n[doc]")
+    assert _evaluate(tmp_path, text, {"dram_throughput_pct": 80.0}) is None
+
+
+def test_named_constants_read_as_their_value(tmp_path: Path) -> None:
+    rule = parse_rule(_rule_file(tmp_path, POLICY_RULE))
+    assert rule.condition is not None and rule.condition.constants == {"SATURATED_PCT": 60.0}
+    comparisons = [(c.metric, c.op, c.threshold) for c in rule.condition.comparisons()]
+    assert comparisons[0] == ("dram_throughput_pct", ">=", 60.0)
+
+
+@pytest.mark.parametrize(
+    "defaults, message",
+    [
+        ("no_such_metric = 1", "defaults name no_such_metric"),
+        ("dram_throughput_pct = 1", "both required and defaulted"),
+        ('l2_throughput_pct = "high"', "not a number"),
+        ("l1_throughput_pct = 1", "do not read"),
+    ],
+)
+def test_bad_defaults_fail(tmp_path: Path, defaults: str, message: str) -> None:
+    text = POLICY_RULE.replace("[doc]", f"[defaults]\n{defaults}\n\n[doc]")
+    with pytest.raises(RuleError, match=message):
+        parse_rule(_rule_file(tmp_path, text))
+
+
+def test_shipped_rules_name_the_verdict_thresholds() -> None:
+    """Conditions that compare with the verdict's saturation or launch threshold use the named
+    constant, so the rules and the verdict cannot drift apart."""
+    for rule in load_rules():
+        if rule.condition is not None:
+            assert not {"60", "5000"} & set(re.findall(r"\b\d+\b", rule.condition.source)), rule.id

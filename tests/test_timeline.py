@@ -20,7 +20,7 @@ from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program import ANALYSES
 from nsdiag.analysis.rulespec import default_rules, find_rule
-from nsdiag.analysis.timeline import overlap_summary
+from nsdiag.analysis.timeline import overlap_summary, prepare
 from nsdiag.errors import InputError
 from nsdiag.model.intervals import enclosing
 from nsdiag.readers import load, nsys_sqlite, nsys_stats_csv, reader_for
@@ -63,7 +63,7 @@ def test_pipeline_tables(recordings: dict) -> None:
         and (t["duration_ns"] == t["end_ns"] - t["start_ns"]).all()
     )
     serial = t[(t["nvtx_range"] == "serial_pageable") & (t["kind"] == "memcpy")]
-    assert set(zip(serial["copy_kind"], serial["src_kind"], serial["dst_kind"])) == {
+    assert set(zip(serial["copy_kind"], serial["src_kind"], serial["dst_kind"], strict=True)) == {
         ("HtoD", "pageable", "device"),
         ("DtoH", "device", "pageable"),
     }
@@ -144,12 +144,12 @@ def test_pipeline_flags_the_serial_twin_not_the_stream_split(recordings: dict) -
 
 def test_stream_split_overlap_is_measured(recordings: dict) -> None:
     session, _ = recordings["pipeline"]
-    summary = overlap_summary(session).set_index("range")
-    split = summary.loc["stream_split"]
-    assert 0.6 < split["overlap_fraction"] < 0.95
-    assert split["copy_streams"] != split["kernel_streams"] and len(split["copy_streams"]) == 2
-    assert split["union_ns"] < split["h2d_ns"] + split["d2h_ns"] + split["kernel_ns"]
-    assert summary.loc["serial_pageable", "overlap_fraction"] == 0.0
+    summary = {s.range: s for s in overlap_summary(prepare(session))}
+    split = summary["stream_split"]
+    assert 0.6 < split.overlap_fraction < 0.95
+    assert split.copy_streams != split.kernel_streams and len(split.copy_streams) == 2
+    assert split.union_ns < split.h2d_ns + split.d2h_ns + split.kernel_ns
+    assert summary["serial_pageable"].overlap_fraction == 0.0
 
 
 def test_tiny_burst_is_launch_bound_and_batched_is_not(recordings: dict) -> None:
@@ -239,18 +239,29 @@ def test_stats_summaries_go_to_meta(data_dir: Path) -> None:
 
 SCHEMA = {
     "StringIds": "id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL",
-    "CUPTI_ACTIVITY_KIND_KERNEL": "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
-    "demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, "
-    "gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL",
-    "CUPTI_ACTIVITY_KIND_RUNTIME": "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, "
-    "globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL",
-    "CUPTI_ACTIVITY_KIND_MEMCPY": "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, "
-    "contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
-    "bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind INTEGER, dstKind INTEGER",
-    "NVTX_EVENTS": "start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, text TEXT, globalTid INTEGER, "
-    "textId INTEGER, domainId INTEGER",
-    "TARGET_INFO_GPU": "id INTEGER, name TEXT, smCount INTEGER, computeMajor INTEGER, computeMinor INTEGER",
+    "CUPTI_ACTIVITY_KIND_KERNEL": (
+        "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER"
+        " NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, "
+        "demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY "
+        "INTEGER NOT NULL, gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT "
+        "NULL, blockZ INTEGER NOT NULL"
+    ),
+    "CUPTI_ACTIVITY_KIND_RUNTIME": (
+        "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid "
+        "INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL"
+    ),
+    "CUPTI_ACTIVITY_KIND_MEMCPY": (
+        "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER"
+        " NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, bytes "
+        "INTEGER NOT NULL, copyKind INTEGER NOT NULL, srcKind INTEGER, dstKind INTEGER"
+    ),
+    "NVTX_EVENTS": (
+        "start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, text TEXT, globalTid "
+        "INTEGER, textId INTEGER, domainId INTEGER"
+    ),
+    "TARGET_INFO_GPU": (
+        "id INTEGER, name TEXT, smCount INTEGER, computeMajor INTEGER, computeMinor INTEGER"
+    ),
 }
 PID = (1 << 24 | 77) << 24  # serialised global pid 77 on vm 1
 TID = PID | 78  # its thread 78
@@ -365,7 +376,7 @@ def test_enum_tables_absent_use_cupti_values_and_gz_is_read(tmp_path: Path) -> N
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     assert reader_for(packed) is nsys_sqlite.read
     t = load(packed).timeline
-    assert list(zip(t["copy_kind"], t["src_kind"], t["dst_kind"])) == [
+    assert list(zip(t["copy_kind"], t["src_kind"], t["dst_kind"], strict=True)) == [
         ("HtoD", "pageable", "device"),
         ("DtoH", "device", "pinned"),
     ]
@@ -421,7 +432,7 @@ def test_enclosing_matches_brute_force() -> None:
         ends = starts + rng.integers(0, 300, n)
         times = rng.integers(-10, 1400, 200)
         got = enclosing(starts, ends, times)
-        for t, g in zip(times, got):
+        for t, g in zip(times, got, strict=True):
             inside = [i for i in range(n) if starts[i] <= t <= ends[i]]
             assert g == (max(inside) if inside else -1)
 

@@ -1,11 +1,48 @@
-"""Per-launch derived quantities (FLOPs, shares, conflict rates) computed from catalogue metrics."""
+"""Per-launch derived quantities (FLOPs, shares, conflict rates) computed from catalogue metrics.
+
+DERIVED_METRICS lists every numeric column `add_derived` adds: the rule loader accepts these
+names next to the catalogue's.
+"""
 
 from __future__ import annotations
+
+from typing import cast
 
 import numpy as np
 import pandas as pd
 
 from nsdiag.model.catalogue import STALL_REASONS
+
+DERIVED_METRICS: dict[str, str] = {
+    "flop_fp32": "FP32 floating-point operations (add + mul + 2*fma).",
+    "flop_fp64": "FP64 floating-point operations.",
+    "flop_fp16": "FP16 floating-point operations (2*add + 2*mul + 4*fma).",
+    "flop_tensor": "Tensor-core operations counted as FLOPs.",
+    "flop_total": "All floating-point operations, tensor-core ones included.",
+    "l2_bytes": "Bytes through L2 (32 per sector).",
+    "global_load_sectors_per_request": "Sectors per global load request (4 is ideal for 4-byte "
+    "loads).",
+    "global_store_sectors_per_request": "Sectors per global store request.",
+    "shared_bank_conflict_pct": "Shared-memory wavefronts caused by bank conflicts, % of all.",
+    "shared_ways": "Shared-memory wavefronts per request (1 = no conflict).",
+    "local_sectors": "Local-memory sectors (loads + stores).",
+    "lsu_sectors": "Global plus local sectors through L1 (loads + stores).",
+    "stall_total": "Sum of all stall reasons (warp cycles per issue).",
+    **{
+        f"stall_share_{reason}": f"Share of stall cycles spent on '{reason}' (0-1)."
+        for reason in STALL_REASONS
+        if reason != "selected"
+    },
+    "top_stall_share": "Share of stall cycles of the top reason ('not_selected' never counts).",
+    "occupancy_limit_min": "Fewest blocks per SM any resource allows (the occupancy limit).",
+}
+_OCCUPANCY_LIMITS = (
+    "occupancy_limit_registers",
+    "occupancy_limit_shared_mem",
+    "occupancy_limit_warps",
+    "occupancy_limit_blocks",
+    "occupancy_limit_barriers",
+)
 
 
 def _col(frame: pd.DataFrame, name: str) -> pd.Series:
@@ -26,7 +63,15 @@ def _ratio(num: pd.Series, den: pd.Series) -> pd.Series:
 def add_derived(kernels: pd.DataFrame) -> pd.DataFrame:
     """Return a copy of `kernels` with derived columns added."""
     k = kernels.copy()
-    # Counts where the report has them; else ncu's roofline inputs: per-cycle rates x cycles.
+    _add_flops(k)
+    _add_memory(k)
+    _add_stalls(k)
+    _add_occupancy(k)
+    return k
+
+
+def _add_flops(k: pd.DataFrame) -> None:
+    """Counts where the report has them; else ncu's roofline inputs: per-cycle rates x cycles."""
     cycles = _col(k, "sm_cycles_per_second") * _col(k, "duration_ns") * 1e-9
     for precision, (add, mul, fma) in {
         "fp32": ("fadd", "fmul", "ffma"),
@@ -51,6 +96,9 @@ def add_derived(kernels: pd.DataFrame) -> pd.DataFrame:
     k["flop_total"] = _sum(
         k, (1, "flop_fp32"), (1, "flop_fp64"), (1, "flop_fp16"), (1, "flop_tensor")
     )
+
+
+def _add_memory(k: pd.DataFrame) -> None:
     k["dram_bytes"] = _col(k, "dram_bytes").fillna(
         _sum(k, (1, "dram_read_bytes"), (1, "dram_write_bytes"))
     )
@@ -73,42 +121,34 @@ def add_derived(kernels: pd.DataFrame) -> pd.DataFrame:
     k["lsu_sectors"] = _sum(
         k, (1, "local_sectors"), (1, "global_load_sectors"), (1, "global_store_sectors")
     )
+
+
+def _add_stalls(k: pd.DataFrame) -> None:
     stalls = [f"stall_{r}" for r in STALL_REASONS if f"stall_{r}" in k and r != "selected"]
-    if stalls:
-        total = k[stalls].sum(axis=1, min_count=1)
-        k["stall_total"] = total
-        for name in stalls:
-            k[name.replace("stall_", "stall_share_", 1)] = _ratio(k[name], total)
-        # 'not_selected' means a warp was ready but another issued: plenty of warps, not a
-        # reason the kernel waits, so it never names the top stall.
-        shares = k[
-            [s.replace("stall_", "stall_share_", 1) for s in stalls if s != "stall_not_selected"]
-        ]
-        k["top_stall_share"] = shares.max(axis=1)
-        k["top_stall"] = (
-            shares.idxmax(axis=1)
-            .where(shares.notna().any(axis=1))
-            .str.replace("stall_share_", "", regex=False)
-        )
-    else:
+    if not stalls:
         k["stall_total"] = np.nan
         k["top_stall_share"] = np.nan
         k["top_stall"] = None
-    limits = [
-        c
-        for c in (
-            "occupancy_limit_registers",
-            "occupancy_limit_shared_mem",
-            "occupancy_limit_warps",
-            "occupancy_limit_blocks",
-            "occupancy_limit_barriers",
-        )
-        if c in k
+        return
+    total = k[stalls].sum(axis=1, min_count=1)
+    k["stall_total"] = total
+    for name in stalls:
+        k[name.replace("stall_", "stall_share_", 1)] = _ratio(k[name], total)
+    # 'not_selected' means a warp was ready but another issued: plenty of warps, not a
+    # reason the kernel waits, so it never names the top stall.
+    shares = k[
+        [s.replace("stall_", "stall_share_", 1) for s in stalls if s != "stall_not_selected"]
     ]
+    k["top_stall_share"] = shares.max(axis=1)
+    top = cast("pd.Series[str]", shares.idxmax(axis=1).where(shares.notna().any(axis=1)))
+    k["top_stall"] = top.str.replace("stall_share_", "", regex=False)
+
+
+def _add_occupancy(k: pd.DataFrame) -> None:
+    limits = [c for c in _OCCUPANCY_LIMITS if c in k]
     k["occupancy_limit_min"] = k[limits].min(axis=1) if limits else np.nan
-    k["occupancy_limiter"] = (
-        k[limits].idxmin(axis=1).str.replace("occupancy_limit_", "", regex=False)
-        if limits and k[limits].notna().any().any()
-        else None
-    )
-    return k
+    if limits and k[limits].notna().any().any():
+        fewest = cast("pd.Series[str]", k[limits].idxmin(axis=1))
+        k["occupancy_limiter"] = fewest.str.replace("occupancy_limit_", "", regex=False)
+    else:
+        k["occupancy_limiter"] = None

@@ -1,10 +1,18 @@
-"""Diagnosis records: what the analysis returns and every renderer reads."""
+"""Diagnosis records: what the analysis returns and every renderer reads.
+
+Records serialise themselves (`to_json`) into the schema of docs/diagnosis.schema.json; the
+names inside the code may differ from the JSON's (a kernel's `total_duration_ns` is the JSON's
+`duration_ns`), the JSON may not change.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from nsdiag.analysis.roofline import MeasuredCeiling, RooflinePosition
 
 SCHEMA = "nsdiag.diagnosis/1"
 
@@ -24,6 +32,18 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class FusionChain:
+    """Operations in a row that pass intermediates through DRAM (signature names, in order),
+    and how many times the chain ran."""
+
+    kernels: tuple[str, ...]
+    occurrences: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"chain": list(self.kernels), "occurrences": self.occurrences}
+
+
+@dataclass(frozen=True)
 class Finding:
     rule: str
     cause: str
@@ -37,7 +57,12 @@ class Finding:
     kernel: str | None = None  # signature name, for program findings that point at kernels
     range: str | None = None  # NVTX range, for program findings
     saved_ns: float | None = None
-    details: dict[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] | FusionChain = field(default_factory=dict)
+
+    @property
+    def chain(self) -> tuple[str, ...]:
+        """The kernels of a fusion chain, in order; empty for other findings."""
+        return self.details.kernels if isinstance(self.details, FusionChain) else ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -58,8 +83,9 @@ class Finding:
             out["kernel"] = self.kernel
         if self.saved_ns is not None:
             out["saved_ns"] = _num(self.saved_ns)
-        if self.details:
-            out["details"] = self.details
+        details = self.details.to_json() if isinstance(self.details, FusionChain) else self.details
+        if details:
+            out["details"] = dict(details)
         return out
 
 
@@ -69,14 +95,54 @@ class Skipped:
     reason: str
     kernel: str | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "reason": self.reason,
+            **({"kernel": self.kernel} if self.kernel else {}),
+        }
 
-@dataclass
+
+@dataclass(frozen=True)
+class NcuRuleResult:
+    """One of Nsight Compute's own rule results for a kernel (a second opinion)."""
+
+    rule: str
+    section: str
+    type: str  # OPT or WRN
+    message: str
+    speedup_type: str | None
+    speedup: float | None  # ncu's estimated speedup, %
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "section": self.section,
+            "type": self.type,
+            "message": self.message,
+            "speedup_type": self.speedup_type,
+            "speedup": self.speedup,
+        }
+
+
+@dataclass(frozen=True)
+class TimelineSummary:
+    """What the nsys timeline holds: activity counts by kind, and its wall span."""
+
+    activities: Mapping[str, int]
+    span_ns: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"activities": dict(self.activities), "span_ns": self.span_ns}
+
+
+@dataclass(frozen=True)
 class KernelDiagnosis:
     id: int
     name: str
     demangled: str
     launches: int
-    duration_ns: float  # total over launches
+    total_duration_ns: float  # over all launches (the JSON's duration_ns)
     time_share: float
     grid: str
     block: str
@@ -84,21 +150,29 @@ class KernelDiagnosis:
     limiter: str | None
     verdict: str  # one sentence
     verdict_note: str
-    roofline: dict[str, Any]
-    metrics: dict[str, float]
-    findings: list[Finding] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    ncu_rules: list[dict[str, Any]] = field(default_factory=list)
+    roofline: RooflinePosition
+    # The signature's typical launch: per-launch metrics as means over its profiled launches,
+    # under their catalogue names, then the signature's own values (total_duration_ns,
+    # mean_duration_ns, launches, duration groups).
+    metrics: Mapping[str, float]
+    findings: tuple[Finding, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    ncu_rules: tuple[NcuRuleResult, ...] = ()
     close_call: bool = False  # a unit within 5 points of a threshold decided bound or limiter
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def mean_duration_ns(self) -> float:
+        """Mean launch: the total over the launches."""
+        return self.total_duration_ns / max(self.launches, 1)
+
+    def to_json(self, ceiling: MeasuredCeiling | None = None) -> dict[str, Any]:
         return {
             "id": self.id,
             "name": self.name,
             "demangled": self.demangled,
             "launches": self.launches,
-            "duration_ns": _num(self.duration_ns),
-            "mean_duration_ns": _num(self.duration_ns / max(self.launches, 1)),
+            "duration_ns": _num(self.total_duration_ns),
+            "mean_duration_ns": _num(self.mean_duration_ns),
             "time_share": _num(self.time_share),
             "grid": self.grid,
             "block": self.block,
@@ -107,21 +181,23 @@ class KernelDiagnosis:
             "verdict": self.verdict,
             "verdict_note": self.verdict_note,
             "close_call": self.close_call,
-            "roofline": clean(self.roofline),
+            "roofline": clean(self.roofline.to_json(ceiling)),
             "metrics": clean(self.metrics),
             "findings": [f.to_json() for f in self.findings],
-            "ncu_rules": self.ncu_rules,
+            "ncu_rules": [r.to_json() for r in self.ncu_rules],
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class Diagnosis:
-    device: dict[str, Any]
+    device: Mapping[str, Any]
     total_gpu_time_ns: float
-    kernels: list[KernelDiagnosis]
-    program_findings: list[Finding]
-    skipped_rules: list[Skipped]
-    meta: dict[str, Any] = field(default_factory=dict)
+    kernels: Sequence[KernelDiagnosis]
+    program_findings: Sequence[Finding]
+    skipped_rules: Sequence[Skipped]
+    meta: Mapping[str, Any] = field(default_factory=dict)  # sources, launches, provenance
+    measured_dram_ceiling: MeasuredCeiling | None = None
+    timeline: TimelineSummary | None = None
 
     def top_findings(self, n: int = 5) -> list[tuple[KernelDiagnosis | None, Finding]]:
         pairs: list[tuple[KernelDiagnosis | None, Finding]] = [
@@ -131,18 +207,20 @@ class Diagnosis:
         return sorted(pairs, key=lambda p: -p[1].impact)[:n]
 
     def to_json(self) -> dict[str, Any]:
+        meta = dict(self.meta)
+        if self.measured_dram_ceiling is not None:
+            meta["measured_dram_ceiling"] = self.measured_dram_ceiling.to_json()
+        if self.timeline is not None:
+            meta["timeline"] = self.timeline.to_json()
         return {
             "schema": SCHEMA,
-            "device": self.device,
+            "device": dict(self.device),
             "total_gpu_time_ns": _num(self.total_gpu_time_ns),
-            "kernels": [k.to_json() for k in self.kernels],
+            "kernels": [k.to_json(self.measured_dram_ceiling) for k in self.kernels],
             # Program findings always carry "range" (null when outside every NVTX range).
             "program_findings": [{**f.to_json(), "range": f.range} for f in self.program_findings],
-            "skipped_rules": [
-                {"rule": s.rule, "reason": s.reason, **({"kernel": s.kernel} if s.kernel else {})}
-                for s in self.skipped_rules
-            ],
-            "meta": clean(self.meta),
+            "skipped_rules": [s.to_json() for s in self.skipped_rules],
+            "meta": clean(meta),
         }
 
 
@@ -161,7 +239,7 @@ def _num(value: Any) -> Any:
 
 def clean(value: Any) -> Any:
     """Recursively make a structure JSON-safe (NaN -> null, numpy scalars -> Python)."""
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [clean(v) for v in value]

@@ -2,7 +2,14 @@
 
 Parsed with `ast` and checked against a whitelist (names, numbers, arithmetic, comparisons,
 and/or/not, conditional expressions, min/max/abs/floor/ceil); evaluated by walking the tree,
-never with `eval`. Missing values (None/NaN) make comparisons false and arithmetic NaN.
+never with `eval`. Named constants (e.g. SATURATED_PCT) are given to `parse` and become numbers
+in the tree.
+
+Missing values (None or NaN in `values`) are unknown, in three-valued logic: arithmetic,
+comparisons and function calls on an unknown are unknown, `not unknown` is unknown, and and/or
+are unknown only when the known operands do not decide (`x >= 10 and y > 1` is False when x is 5,
+whatever y is). `evaluate` returns None for unknown, so a missing metric never makes a condition
+silently true or false: the rule engine reports the rule as skipped (analysis/rule_eval.py).
 """
 
 from __future__ import annotations
@@ -11,7 +18,10 @@ import ast
 import math
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from nsdiag.model.values import missing as is_missing
 
 _BINOPS: dict[type, Callable[[float, float], float]] = {
     ast.Add: operator.add,
@@ -35,6 +45,8 @@ _FUNCS: dict[str, Callable[..., float]] = {
     "floor": math.floor,
     "ceil": math.ceil,
 }
+Value = float | bool | None  # None: unknown, because a name it reads is missing
+
 _SYMBOLS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 
 
@@ -55,10 +67,20 @@ class Comparison:
 class Expression:
     source: str
     tree: ast.Expression
-    names: frozenset[str]
+    names: frozenset[str]  # the names it reads (constants and functions aside)
+    constants: Mapping[str, float] = field(default_factory=dict)  # the named constants it uses
 
-    def evaluate(self, values: Mapping[str, float | None]) -> float | bool:
+    def evaluate(self, values: Mapping[str, Any]) -> Value:
+        """The value; None when it depends on a name missing from `values`."""
         return _eval(self.tree.body, values)
+
+    def holds(self, values: Mapping[str, Any]) -> bool | None:
+        """Whether the condition holds; None when that depends on a missing name."""
+        return _truth(self.evaluate(values))
+
+    def missing(self, values: Mapping[str, Any]) -> list[str]:
+        """The names it reads that are missing from `values` (None or NaN), sorted."""
+        return sorted(name for name in self.names if is_missing(values.get(name)))
 
     def comparisons(self) -> list[Comparison]:
         """Every `metric OP number` test, with the operator flipped under `not` so the
@@ -78,7 +100,7 @@ def _collect(node: ast.AST, negated: bool, found: list[Comparison]) -> None:
         return
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         left, right, op = node.left, node.comparators[0], _SYMBOLS[type(node.ops[0])]
-        metric, threshold = None, None
+        metric, threshold = None, 0.0
         if isinstance(left, ast.Name) and _is_number(right):
             metric, threshold = left.id, _number(right)
         elif _is_number(left) and isinstance(right, ast.Name):
@@ -99,10 +121,13 @@ def _is_number(node: ast.AST) -> bool:
 def _number(node: ast.AST) -> float:
     if isinstance(node, ast.UnaryOp):
         return -_number(node.operand)
-    return float(node.value)  # type: ignore[attr-defined]
+    assert isinstance(node, ast.Constant)
+    return float(cast(float, node.value))
 
 
-def parse(source: str) -> Expression:
+def parse(source: str, constants: Mapping[str, float] | None = None) -> Expression:
+    """Parse and check `source`; names in `constants` are replaced by their values."""
+    constants = constants or {}
     try:
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
@@ -112,7 +137,21 @@ def parse(source: str) -> Expression:
         _check(node, source)
         if isinstance(node, ast.Name) and node.id not in _FUNCS:
             names.add(node.id)
-    return Expression(source, tree, frozenset(names))
+    used = {name: float(constants[name]) for name in sorted(names & set(constants))}
+    tree = ast.fix_missing_locations(_Inline(used).visit(tree))
+    return Expression(source, tree, frozenset(names - set(used)), used)
+
+
+class _Inline(ast.NodeTransformer):
+    """Replace named constants by numbers, so they compare and show as thresholds."""
+
+    def __init__(self, constants: Mapping[str, float]) -> None:
+        self.constants = constants
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self.constants:
+            return ast.copy_location(ast.Constant(self.constants[node.id]), node)
+        return node
 
 
 _ALLOWED = (
@@ -141,51 +180,75 @@ def _check(node: ast.AST, source: str) -> None:
         raise ExpressionError(f"{type(node).__name__} is not allowed in {source!r}")
     if isinstance(node, ast.Constant) and type(node.value) not in (int, float, bool):
         raise ExpressionError(f"only numbers are allowed as constants in {source!r}")
-    if isinstance(node, ast.Call):
-        if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS or node.keywords:
-            raise ExpressionError(f"only {', '.join(sorted(_FUNCS))} may be called in {source!r}")
+    if isinstance(node, ast.Call) and (
+        not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS or node.keywords
+    ):
+        raise ExpressionError(f"only {', '.join(sorted(_FUNCS))} may be called in {source!r}")
 
 
-def _missing(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _eval(node: ast.AST, values: Mapping[str, float | None]) -> float | bool:
+def _eval(node: ast.AST, values: Mapping[str, Any]) -> Value:
     if isinstance(node, ast.Constant):
-        return node.value
+        return cast(float | bool, node.value)  # _check allows numbers only
     if isinstance(node, ast.Name):
         value = values.get(node.id)
-        return math.nan if _missing(value) else value  # type: ignore[return-value]
+        return None if is_missing(value) else cast(float, value)
     if isinstance(node, ast.BoolOp):
-        results = (_truth(_eval(v, values)) for v in node.values)
-        return all(results) if isinstance(node.op, ast.And) else any(results)
+        return _bool_op(node, values)
     if isinstance(node, ast.UnaryOp):
         operand = _eval(node.operand, values)
+        if operand is None:
+            return None
         if isinstance(node.op, ast.Not):
             return not _truth(operand)
         return -operand if isinstance(node.op, ast.USub) else +operand
     if isinstance(node, ast.BinOp):
         left, right = _eval(node.left, values), _eval(node.right, values)
-        if _missing(left) or _missing(right):
+        if left is None or right is None:
+            return None
+        if is_missing(left) or is_missing(right):
             return math.nan
         return _BINOPS[type(node.op)](left, right)
     if isinstance(node, ast.Compare):
-        left = _eval(node.left, values)
-        for op, comparator in zip(node.ops, node.comparators):
-            right = _eval(comparator, values)
-            if _missing(left) or _missing(right) or not _CMPOPS[type(op)](left, right):
-                return False
-            left = right
-        return True
+        return _compare(node, values)
     if isinstance(node, ast.IfExp):
-        return _eval(node.body if _truth(_eval(node.test, values)) else node.orelse, values)
+        test = _truth(_eval(node.test, values))
+        return None if test is None else _eval(node.body if test else node.orelse, values)
     if isinstance(node, ast.Call):
         args = [_eval(a, values) for a in node.args]
-        if any(_missing(a) for a in args):
+        if any(a is None for a in args):
+            return None
+        if any(is_missing(a) for a in args):
             return math.nan
-        return float(_FUNCS[node.func.id](*args))  # type: ignore[union-attr]
+        return float(_FUNCS[node.func.id](*args))  # type: ignore[attr-defined]
     raise ExpressionError(f"cannot evaluate {type(node).__name__}")
 
 
-def _truth(value: float | bool) -> bool:
-    return False if _missing(value) else bool(value)
+def _bool_op(node: ast.BoolOp, values: Mapping[str, Any]) -> bool | None:
+    """and/or in three-valued logic: an unknown operand decides only when the known ones
+    do not (False and unknown is False; True and unknown is unknown)."""
+    results = [_truth(_eval(v, values)) for v in node.values]
+    decisive = isinstance(node.op, ast.Or)  # the value that settles it: True for or
+    if decisive in results:
+        return decisive
+    return None if None in results else not decisive
+
+
+def _compare(node: ast.Compare, values: Mapping[str, Any]) -> bool | None:
+    """A comparison chain: False as soon as a known pair fails, unknown when a pair depends on
+    a missing name, else True. A NaN that arithmetic produced (0 / 0) compares false."""
+    unknown = False
+    left = _eval(node.left, values)
+    for op, comparator in zip(node.ops, node.comparators, strict=True):
+        right = _eval(comparator, values)
+        if left is None or right is None:
+            unknown = True
+        elif is_missing(left) or is_missing(right) or not _CMPOPS[type(op)](left, right):
+            return False
+        left = right
+    return None if unknown else True
+
+
+def _truth(value: Value) -> bool | None:
+    if value is None:
+        return None
+    return False if is_missing(value) else bool(value)

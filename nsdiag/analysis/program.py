@@ -1,13 +1,17 @@
-"""Program-level analyses: dispatch rule files with scope = "program" to their analysis."""
+"""Program-level analyses: dispatch rule files with scope = "program" to their analysis.
+
+Every analysis is `analysis(rule, ctx)`: the rule (its thresholds in `rule.params`) and the
+ProgramContext built once per diagnosis.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-import pandas as pd
-
-from nsdiag.analysis.crosskernel import fusion_candidates, layout_conversions
-from nsdiag.analysis.diagnosis import Finding, KernelDiagnosis, Skipped
+from nsdiag.analysis.context import ProgramContext
+from nsdiag.analysis.diagnosis import Finding, Skipped
+from nsdiag.analysis.fusion import fusion_candidates
+from nsdiag.analysis.layout import layout_conversions
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.analysis.timeline import (
     gpu_idle_gaps,
@@ -16,9 +20,8 @@ from nsdiag.analysis.timeline import (
     pageable_memcpy,
     sync_heavy,
 )
-from nsdiag.model.session import Session
 
-Analysis = Callable[[RuleSpec, Session, pd.DataFrame, list[KernelDiagnosis], float], list[Finding]]
+Analysis = Callable[[RuleSpec, ProgramContext], list[Finding]]
 
 ANALYSES: dict[str, tuple[Analysis, str]] = {
     # name -> (function, what the session must hold)
@@ -32,28 +35,31 @@ ANALYSES: dict[str, tuple[Analysis, str]] = {
 }
 
 
+def needs_timeline(rules: Sequence[RuleSpec]) -> bool:
+    return any(ANALYSES.get(r.analysis, (None, ""))[1] == "timeline" for r in rules)
+
+
+def _skip_reason(rule: RuleSpec, ctx: ProgramContext) -> str | None:
+    if rule.analysis not in ANALYSES:
+        return f"analysis {rule.analysis!r} is not available in this nsdiag"
+    needs = ANALYSES[rule.analysis][1]
+    if needs == "kernels" and not ctx.session.has_kernels():
+        return "missing kernel metrics (no ncu data)"
+    if needs == "timeline" and not ctx.session.has_timeline():
+        return "missing timeline (no nsys data)"
+    return None
+
+
 def program_findings(
-    session: Session,
-    derived: pd.DataFrame,
-    kernels: list[KernelDiagnosis],
-    rules: list[RuleSpec],
-    total_ns: float,
+    ctx: ProgramContext, rules: Sequence[RuleSpec]
 ) -> tuple[list[Finding], list[Skipped]]:
     findings: list[Finding] = []
     skipped: list[Skipped] = []
     for rule in rules:
-        if rule.analysis not in ANALYSES:
-            skipped.append(
-                Skipped(rule.id, f"analysis {rule.analysis!r} is not available in this nsdiag")
-            )
+        reason = _skip_reason(rule, ctx)
+        if reason is not None:
+            skipped.append(Skipped(rule.id, reason))
             continue
-        function, needs = ANALYSES[rule.analysis]
-        if needs == "kernels" and not session.has_kernels():
-            skipped.append(Skipped(rule.id, "missing kernel metrics (no ncu data)"))
-            continue
-        if needs == "timeline" and not session.has_timeline():
-            skipped.append(Skipped(rule.id, "missing timeline (no nsys data)"))
-            continue
-        findings.extend(function(rule, session, derived, kernels, total_ns))
+        findings.extend(ANALYSES[rule.analysis][0](rule, ctx))
     findings.sort(key=lambda f: (-f.impact, f.rule))
     return findings, skipped

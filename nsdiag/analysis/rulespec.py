@@ -6,10 +6,11 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from nsdiag.analysis.expr import Expression, ExpressionError, parse
+from nsdiag.analysis.rule_context import CONSTANTS, rule_names
 from nsdiag.errors import RuleError
-from nsdiag.model.catalogue import STALL_REASONS, canonical_names
 from nsdiag.resources import rules_dir
 
 # Causes whose slugs are public API (DESIGN.md); rule files may add more, never rename these.
@@ -46,25 +47,9 @@ PROGRAM_CAUSES = frozenset(
     }
 )
 DOC_SECTIONS = ("detects", "why", "fix", "false_positives", "references")
-# Names a kernel rule may use besides catalogue metrics: computed per kernel by analysis.
-KERNEL_CONTEXT_NAMES = frozenset(
-    {
-        "time_share",
-        "mem_pct",
-        "compute_pct",
-        "arithmetic_intensity",
-        "top_stall_share",
-        "flop_total",
-        "launches",
-        "mean_duration_ns",
-        "is_gemm_like",
-        "fp_pipe_pct",
-        "occupancy_limit_min",
-        "dram_pct_of_ceiling",
-        "dram_tb_per_s",
-        *(f"stall_share_{reason}" for reason in STALL_REASONS),
-    }
-)
+
+
+_NAMES_HINT = "use names from nsdiag/model/catalogue.py or nsdiag/analysis/rule_context.py"
 
 
 @dataclass(frozen=True)
@@ -73,6 +58,9 @@ class RuleSpec:
     cause: str
     title: str
     scope: str  # "kernel" or "program"
+    # Missing metrics: a name in `requires` that is missing skips the rule for that kernel; a
+    # name in `defaults` that is missing takes its default; any other name the condition reads
+    # that is missing skips the rule too (never a silent true or false).
     requires: tuple[str, ...]
     condition: Expression | None  # kernel rules
     impact: Expression | None  # recoverable fraction of the kernel's time, 0..1
@@ -84,73 +72,112 @@ class RuleSpec:
     params: dict[str, float] = field(default_factory=dict)  # program analyses' thresholds
     analysis: str = ""  # program rules: the analysis that implements them
     path: str = ""
+    defaults: dict[str, float] = field(default_factory=dict)  # name -> value when missing
 
 
-def _text(data: dict, key: str, path: Path) -> str:
+def _text(data: dict[str, Any], key: str, path: Path) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not value.strip():
         raise RuleError(f"{path.name}: missing or empty '{key}'", "every rule needs it")
     return value.strip()
 
 
-def _expr(data: dict, key: str, path: Path, known: frozenset[str]) -> Expression | None:
+def _expr(data: dict[str, Any], key: str, path: Path, known: frozenset[str]) -> Expression | None:
     if key not in data:
         return None
     try:
-        expression = parse(str(data[key]))
+        expression = parse(str(data[key]), CONSTANTS)
     except ExpressionError as exc:
         raise RuleError(f"{path.name}: malformed {key}: {exc}", "fix the rule file") from exc
     unknown = sorted(expression.names - known)
     if unknown:
         raise RuleError(
-            f"{path.name}: {key} names unknown metric(s) {', '.join(unknown)}",
-            "use names from nsdiag/model/catalogue.py",
+            f"{path.name}: {key} names unknown metric(s) {', '.join(unknown)}", _NAMES_HINT
         )
     return expression
 
 
-def parse_rule(path: Path) -> RuleSpec:
+def _read(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RuleError(f"{path.name}: not valid TOML: {exc}", "fix the rule file") from exc
-    rule_id, cause, scope = (
-        _text(data, "id", path),
-        _text(data, "cause", path),
-        _text(data, "scope", path),
-    )
+
+
+def _identity(data: dict[str, Any], path: Path) -> tuple[str, str, str]:
+    rule_id, cause, scope = (_text(data, key, path) for key in ("id", "cause", "scope"))
     if not path.name.startswith(rule_id):
         raise RuleError(
             f"{path.name}: file name must start with its id {rule_id}", "rename the file"
         )
     if scope not in ("kernel", "program"):
         raise RuleError(f"{path.name}: scope must be 'kernel' or 'program'", "fix the rule file")
-    params = {str(k): float(v) for k, v in data.get("params", {}).items()}
-    known = frozenset(canonical_names() | KERNEL_CONTEXT_NAMES | set(params))
-    requires = tuple(data.get("requires", []))
-    unknown = [m for m in requires if m not in known]
+    return rule_id, cause, scope
+
+
+def _names(data: dict[str, Any], key: str, path: Path, known: frozenset[str]) -> tuple[str, ...]:
+    names = tuple(str(n) for n in data.get(key, []))
+    unknown = [n for n in names if n not in known]
+    if unknown and key == "requires":
+        raise RuleError(
+            f"{path.name}: requires unknown metric(s) {', '.join(unknown)}", _NAMES_HINT
+        )
     if unknown:
         raise RuleError(
-            f"{path.name}: requires unknown metric(s) {', '.join(unknown)}",
-            "use names from nsdiag/model/catalogue.py",
+            f"{path.name}: {key} names unknown metric(s) {', '.join(unknown)}", "fix the rule file"
         )
-    evidence = tuple(data.get("evidence", []))
-    bad_evidence = [m for m in evidence if m not in known]
-    if bad_evidence:
-        raise RuleError(
-            f"{path.name}: evidence names unknown metric(s) {', '.join(bad_evidence)}",
-            "fix the rule file",
-        )
-    doc = data.get("doc", {})
+    return names
+
+
+def _doc(data: dict[str, Any], path: Path) -> dict[str, str | list[str]]:
+    doc: dict[str, str | list[str]] = data.get("doc", {})
     missing_doc = [s for s in DOC_SECTIONS if not doc.get(s)]
     if missing_doc:
         raise RuleError(
             f"{path.name}: documentation section(s) missing: {', '.join(missing_doc)}",
             f"every rule documents {', '.join(DOC_SECTIONS)}",
         )
+    return doc
+
+
+def _defaults(
+    data: dict[str, Any], path: Path, requires: tuple[str, ...], read: frozenset[str]
+) -> dict[str, float]:
+    """`[defaults]`: the value a name takes when the report lacks it."""
+    table = data.get("defaults", {})
+    if not isinstance(table, dict):
+        raise RuleError(f"{path.name}: defaults must be a table", "[defaults] name = number")
+    defaults: dict[str, float] = {}
+    for name, value in table.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise RuleError(f"{path.name}: default of {name} is not a number", "name = number")
+        if name in requires:
+            raise RuleError(
+                f"{path.name}: {name} is both required and defaulted",
+                "a missing metric either skips the rule (requires) or takes a default",
+            )
+        if name not in read:
+            raise RuleError(
+                f"{path.name}: defaults name {name}, which the condition and impact do not read",
+                "remove it",
+            )
+        defaults[str(name)] = float(value)
+    return defaults
+
+
+def parse_rule(path: Path) -> RuleSpec:
+    data = _read(path)
+    rule_id, cause, scope = _identity(data, path)
+    params = {str(k): float(v) for k, v in data.get("params", {}).items()}
+    known = rule_names(params)
+    requires = _names(data, "requires", path, known)
+    evidence = _names(data, "evidence", path, known)
+    doc = _doc(data, path)
     condition = _expr(data, "condition", path, known)
     if scope == "kernel" and condition is None:
         raise RuleError(f"{path.name}: kernel rules need a condition", 'add condition = "..."')
+    impact = _expr(data, "impact", path, known)
+    read = frozenset().union(*(e.names for e in (condition, impact) if e is not None))
     return RuleSpec(
         id=rule_id,
         cause=cause,
@@ -158,7 +185,7 @@ def parse_rule(path: Path) -> RuleSpec:
         scope=scope,
         requires=requires,
         condition=condition,
-        impact=_expr(data, "impact", path, known),
+        impact=impact,
         impact_basis=str(data.get("impact_basis", "")).strip(),
         evidence=evidence,
         message=_text(data, "message", path),
@@ -167,6 +194,7 @@ def parse_rule(path: Path) -> RuleSpec:
         params=params,
         analysis=str(data.get("analysis", "")),
         path=str(path),
+        defaults=_defaults(data, path, requires, read),
     )
 
 

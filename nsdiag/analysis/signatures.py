@@ -5,15 +5,25 @@ from __future__ import annotations
 import pandas as pd
 
 SIGNATURE = ("name", "grid", "block")
+_SIGNATURE_KEY = "_signature"
+_TIMELINE_COLUMNS = (
+    "timeline_total_ns",
+    "timeline_launches",
+    "timeline_variant",
+    "timeline_variants",
+)
 
 
 def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
-    """One row per signature, in order of total duration (longest first).
+    """One row per signature, in order of total duration (longest first): the signature's
+    typical launch, and what was aggregated.
 
-    Numeric metrics are duration-weighted means over launches, ignoring launches that lack the
-    metric (per-launch counts stay per launch, so ratios between them keep their meaning);
-    `duration_ns` is the mean launch, and `total_duration_ns`, `launches` and `launch_ids` say
-    what was aggregated. Other columns come from the first launch.
+    Per-launch metrics keep their catalogue names and are duration-weighted means over the
+    launches that have them (per-launch counts stay per launch, so ratios between them keep
+    their meaning); other columns come from the first launch. The aggregate's own columns:
+    `total_duration_ns` (all launches; the timeline's total where a targeted session knows it),
+    `mean_duration_ns` (the mean profiled launch; the catalogue's `duration_ns` holds the same,
+    since the verdict, the roofline and the rules read a launch), `launches` and `launch_ids`.
     """
     k = kernels.reset_index(drop=True).copy()
     for col in SIGNATURE:
@@ -26,17 +36,43 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
             launches=pd.Series(dtype="int64"),
             launch_ids=pd.Series(dtype=object),
         )
-    keys = k[list(SIGNATURE)].astype(str).agg("\x1f".join, axis=1).rename("_signature")
+    keys = k[list(SIGNATURE)].astype(str).agg("\x1f".join, axis=1).rename(_SIGNATURE_KEY)
+    timeline = _timeline_groups(k, keys)
+    out = _weighted_means(k, keys, _weights(k, timeline))
+    grouped = k.groupby(keys, sort=False)
+    if "duration_ns" in k:
+        durations = k["duration_ns"].groupby(keys, sort=False)
+        out["total_duration_ns"] = durations.sum(min_count=1)
+        out["mean_duration_ns"] = durations.mean()
+        out["duration_ns"] = out["mean_duration_ns"]  # not the duration-weighted mean
+    else:
+        out["total_duration_ns"] = float("nan")
+        out["mean_duration_ns"] = float("nan")
+    out["launches"] = grouped.size()
+    out["launch_ids"] = k["id"].astype(int).groupby(keys, sort=False).agg(list)
+    if timeline is not None:
+        out = _timeline_totals(out, k, keys, timeline)
+    out = out.sort_values("total_duration_ns", ascending=False, na_position="last", kind="stable")
+    return out.reset_index(drop=True)
+
+
+def _weights(k: pd.DataFrame, timeline: pd.DataFrame | None) -> pd.Series:
+    """Each launch's weight in the means: its duration, or its share of its timeline group."""
     weight = (
         k["duration_ns"].fillna(0).clip(lower=1e-9)
         if "duration_ns" in k
         else pd.Series(1.0, index=k.index)
     )
-    timeline = _timeline_groups(k, keys)
     if timeline is not None:
         # Profiled launches stand for their duration group of the timeline: each group weighs
         # what it took there, shared among its profiled launches.
         weight = (timeline["total"] / timeline["profiled"]).where(timeline["total"].notna(), weight)
+    return weight
+
+
+def _weighted_means(k: pd.DataFrame, keys: pd.Series, weight: pd.Series) -> pd.DataFrame:
+    """One row per signature: the first launch's non-numeric columns, then the weighted mean
+    of each numeric column (launches lacking a metric left out of its mean)."""
     numeric = [
         c
         for c in k.columns
@@ -49,53 +85,32 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
     weighted_sum = values.mul(weight, axis=0).groupby(keys, sort=False).sum(min_count=1)
     weight_sum = present.mul(weight, axis=0).groupby(keys, sort=False).sum()
     means = weighted_sum / weight_sum.where(weight_sum > 0)
-    grouped = k.groupby(keys, sort=False)
-    head = grouped.head(1)
+    head = k.groupby(keys, sort=False).head(1)
     first = head.set_index(keys[head.index])
-    out = first.drop(columns=numeric).join(means).copy()  # one block: adding columns stays cheap
-    if "duration_ns" in k:
-        durations = k["duration_ns"].groupby(keys, sort=False)
-        out["total_duration_ns"] = durations.sum(min_count=1)
-        out["duration_ns"] = durations.mean()
-    else:
-        out["total_duration_ns"] = float("nan")
-    out["mean_duration_ns"] = out["duration_ns"] if "duration_ns" in out else float("nan")
-    out["launches"] = grouped.size()
-    out["launch_ids"] = k["id"].astype(int).groupby(keys, sort=False).agg(list)
-    # A targeted session profiles a few launches per signature; the timeline (phase 1) knows
-    # how many there were and how long they took in all, so that is what the shares use.
-    if timeline is not None:
-        groups = (
-            timeline[timeline["total"].notna()]
-            .drop_duplicates("group")
-            .groupby(keys.name, sort=False)
+    return first.drop(columns=numeric).join(means).copy()  # one block: adding columns stays cheap
+
+
+def _timeline_totals(
+    out: pd.DataFrame, k: pd.DataFrame, keys: pd.Series, timeline: pd.DataFrame
+) -> pd.DataFrame:
+    """A targeted session profiles a few launches per signature; the timeline (phase 1) knows
+    how many there were and how long they took in all, so that is what the shares use."""
+    groups = (
+        timeline[timeline["total"].notna()]
+        .drop_duplicates("group")
+        .groupby(_SIGNATURE_KEY, sort=False)
+    )
+    total, count = groups["total"].sum(), groups["launches"].sum()
+    out.loc[total.index, "total_duration_ns"] = total
+    out.loc[count.index, "launches"] = count.round().astype(int)
+    if "timeline_variants" in k:
+        # how many duration groups the timeline saw for the signature, and how many of them
+        # were profiled
+        out["duration_groups"] = k["timeline_variants"].groupby(keys, sort=False).max()
+        out["duration_groups_profiled"] = (
+            timeline["group"].where(timeline["total"].notna()).groupby(keys, sort=False).nunique()
         )
-        total, count = groups["total"].sum(), groups["launches"].sum()
-        out.loc[total.index, "total_duration_ns"] = total
-        out.loc[count.index, "launches"] = count.round().astype(int)
-        if "timeline_variants" in k:
-            # how many duration groups the timeline saw for the signature, and how many were profiled
-            out["duration_groups"] = k["timeline_variants"].groupby(keys, sort=False).max()
-            out["duration_groups_profiled"] = (
-                timeline["group"]
-                .where(timeline["total"].notna())
-                .groupby(keys, sort=False)
-                .nunique()
-            )
-        out = out.drop(
-            columns=[
-                c
-                for c in (
-                    "timeline_total_ns",
-                    "timeline_launches",
-                    "timeline_variant",
-                    "timeline_variants",
-                )
-                if c in out
-            ]
-        )
-    out = out.sort_values("total_duration_ns", ascending=False, na_position="last", kind="stable")
-    return out.reset_index(drop=True)
+    return out.drop(columns=[c for c in _TIMELINE_COLUMNS if c in out])
 
 
 def _timeline_groups(k: pd.DataFrame, keys: pd.Series) -> pd.DataFrame | None:
@@ -109,7 +124,7 @@ def _timeline_groups(k: pd.DataFrame, keys: pd.Series) -> pd.DataFrame | None:
     group = keys + "\x1f" + variant
     return pd.DataFrame(
         {
-            keys.name: keys,
+            _SIGNATURE_KEY: keys,
             "group": group,
             "total": k["timeline_total_ns"],
             "launches": k.get("timeline_launches", pd.Series(float("nan"), index=k.index)),

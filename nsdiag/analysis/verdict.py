@@ -18,35 +18,30 @@ pretending to be sure, and `close_call` is set.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from nsdiag.model.gpu_units import COMPUTE_UNITS, MEMORY_PRECEDENCE, MEMORY_UNITS
 from nsdiag.model.names import short_name
+from nsdiag.model.values import number, number_or
 
 LAUNCH_NS = 5_000.0
 SATURATED_PCT = 60.0
 NEAR_PCT = 5.0
 
-MEMORY_ORDER = (
-    "dram",
-    "l2",
-    "shared",
-    "l1",
-)  # furthest from the SM first: the limiter's precedence
-MEMORY_UNITS = {
-    "dram": "dram_throughput_pct",
-    "l2": "l2_throughput_pct",
-    "l1": "l1_throughput_pct",
-    "shared": "shared_throughput_pct",
-}
-COMPUTE_UNITS = {
-    "fma": "pipe_fma_pct",
-    "alu": "pipe_alu_pct",
-    "fp64": "pipe_fp64_pct",
-    "fp16": "pipe_fp16_pct",
-    "tensor": "pipe_tensor_pct",
-    "xu": "pipe_xu_pct",
-    "lsu": "pipe_lsu_pct",
-}
+Values = Mapping[str, Any]  # one launch's metrics, or a signature's typical launch
+# Every metric `classify` reads.
+INPUTS: tuple[str, ...] = (
+    *MEMORY_UNITS.values(),
+    *COMPUTE_UNITS.values(),
+    "memory_throughput_pct",
+    "sm_throughput_pct",
+    "duration_ns",
+    "grid_size",
+    "sm_count",
+    "top_stall",
+)
 
 
 @dataclass(frozen=True)
@@ -60,68 +55,73 @@ class Verdict:
     close_call: bool = False  # a unit within NEAR_PCT of a threshold decided bound or limiter
 
 
-def _busiest(values: dict[str, float], units: dict[str, str]) -> tuple[str | None, float]:
+def _pct(values: Values, metric: str) -> float:
+    return number_or(values.get(metric), math.nan)
+
+
+def _busiest(values: Values, units: Mapping[str, str]) -> tuple[str | None, float]:
     best, best_pct = None, math.nan
     for unit, metric in units.items():
-        pct = values.get(metric)
-        if pct is not None and not math.isnan(pct) and (best is None or pct > best_pct):
+        pct = number(values.get(metric))
+        if pct is not None and (best is None or pct > best_pct):
             best, best_pct = unit, pct
     return best, best_pct
 
 
-def _busiest_memory(values: dict[str, float]) -> tuple[str | None, float]:
+def _busiest_memory(values: Values) -> tuple[str | None, float]:
     """The memory limiter: of the units at or above saturation, the one furthest from the SM
     (DRAM, then L2, then shared, then L1), because traffic to a far unit also passes the near
     ones; a streaming copy shows L2 busier than DRAM, yet DRAM is what it waits for."""
     unit, pct = _busiest(values, MEMORY_UNITS)
-    for candidate in MEMORY_ORDER:
-        value = values.get(MEMORY_UNITS[candidate])
-        if value is not None and not math.isnan(value) and value >= SATURATED_PCT:
+    for candidate in MEMORY_PRECEDENCE:
+        if _pct(values, MEMORY_UNITS[candidate]) >= SATURATED_PCT:
             return candidate, pct
     return unit, pct
 
 
-def _limiter_note(values: dict[str, float], limiter: str | None) -> str:
+def _limiter_note(values: Values, limiter: str | None) -> str:
     """Name the unit that would change the memory limiter if it moved a few points: a farther
     unit just under the threshold, or the chosen one just over it with a nearer unit saturated.
     Replays and launches of one signature differ by that much (DRAM at 60.4% in one run, 59.8%
     in another, for the same launch of an AdamW kernel on the H200)."""
-    if limiter not in MEMORY_ORDER:
+    if limiter is None or limiter not in MEMORY_PRECEDENCE:
         return ""
 
     def pct(unit: str) -> float:
-        value = values.get(MEMORY_UNITS[unit])
-        return math.nan if value is None else float(value)
+        return _pct(values, MEMORY_UNITS[unit])
 
-    chosen = MEMORY_ORDER.index(limiter)
-    for unit in MEMORY_ORDER[:chosen]:  # farther units, just under the threshold
+    chosen = MEMORY_PRECEDENCE.index(limiter)
+    for unit in MEMORY_PRECEDENCE[:chosen]:  # farther units, just under the threshold
         if SATURATED_PCT - NEAR_PCT <= pct(unit) < SATURATED_PCT:
             return (
-                f"limiter a close call: {unit.upper()} at {pct(unit):.0f}%, near the {SATURATED_PCT:.0f}% "
-                f"above which it, not {limiter.upper()} ({pct(limiter):.0f}%), is the limiter"
+                f"limiter a close call: {unit.upper()} at {pct(unit):.0f}%, near the "
+                f"{SATURATED_PCT:.0f}% above which it, not {limiter.upper()} "
+                f"({pct(limiter):.0f}%), is the limiter"
             )
     if pct(limiter) < SATURATED_PCT + NEAR_PCT:  # the chosen unit just over, a nearer one saturated
-        for unit in MEMORY_ORDER[chosen + 1 :]:
+        for unit in MEMORY_PRECEDENCE[chosen + 1 :]:
             if pct(unit) >= SATURATED_PCT:
                 return (
                     f"limiter a close call: {limiter.upper()} at {pct(limiter):.0f}%, near the "
-                    f"{SATURATED_PCT:.0f}% below which {unit.upper()} ({pct(unit):.0f}%) is the limiter"
+                    f"{SATURATED_PCT:.0f}% below which {unit.upper()} ({pct(unit):.0f}%) is the "
+                    "limiter"
                 )
     return ""
 
 
-def classify(values: dict[str, float]) -> Verdict:
+def classify(values: Values) -> Verdict:
+    """Bound and limiter of one launch (or a signature's typical launch): the rule above."""
     mem_unit, mem_pct = _busiest_memory(values)
     cmp_unit, cmp_pct = _busiest(values, COMPUTE_UNITS)
     # ncu's SOL figures stand in only when the per-unit metrics are missing: sm__throughput
     # also counts issue and scheduler activity, so it reads high in kernels whose pipes idle
     # (a block waiting at a barrier), and the memory SOL figure does not say which unit.
     if math.isnan(mem_pct):
-        mem_pct = _nanmax(math.nan, values.get("memory_throughput_pct"))
+        mem_pct = _pct(values, "memory_throughput_pct")
     if math.isnan(cmp_pct):
-        cmp_pct = _nanmax(math.nan, values.get("sm_throughput_pct"))
-    duration = values.get("duration_ns", math.nan)
-    if not math.isnan(duration) and duration < LAUNCH_NS:
+        cmp_pct = _pct(values, "sm_throughput_pct")
+    duration = _pct(values, "duration_ns")
+    if duration < LAUNCH_NS:
         return Verdict(
             "launch",
             "launch",
@@ -138,37 +138,36 @@ def classify(values: dict[str, float]) -> Verdict:
             f"busiest unit at {top:.0f}%, near the {SATURATED_PCT:.0f}% saturation threshold"
         )
     if top >= SATURATED_PCT:
-        is_memory = not math.isnan(mem_pct) and (math.isnan(cmp_pct) or mem_pct >= cmp_pct)
-        if (
-            not math.isnan(mem_pct)
-            and not math.isnan(cmp_pct)
-            and abs(mem_pct - cmp_pct) < NEAR_PCT
-        ):
-            notes.append(f"memory {mem_pct:.0f}% and compute {cmp_pct:.0f}% are nearly balanced")
-        if is_memory:
-            unit_pct = values.get(MEMORY_UNITS.get(mem_unit or "", ""), mem_pct)
-            notes.append(_limiter_note(values, mem_unit))
-            notes = [n for n in notes if n]
-            return Verdict(
-                "memory",
-                mem_unit or "memory",
-                mem_pct,
-                cmp_pct,
-                "; ".join(notes),
-                unit_pct,
-                bool(notes),
-            )
+        return _saturated(values, (mem_unit, mem_pct), (cmp_unit, cmp_pct), notes)
+    return _latency(values, mem_pct, cmp_pct, notes)
+
+
+def _saturated(
+    values: Values,
+    memory: tuple[str | None, float],
+    compute: tuple[str | None, float],
+    notes: list[str],
+) -> Verdict:
+    """Memory- or compute-bound: the busiest unit is at SATURATED_PCT or more."""
+    (mem_unit, mem_pct), (cmp_unit, cmp_pct) = memory, compute
+    is_memory = not math.isnan(mem_pct) and (math.isnan(cmp_pct) or mem_pct >= cmp_pct)
+    if not math.isnan(mem_pct) and not math.isnan(cmp_pct) and abs(mem_pct - cmp_pct) < NEAR_PCT:
+        notes.append(f"memory {mem_pct:.0f}% and compute {cmp_pct:.0f}% are nearly balanced")
+    if is_memory:
+        unit_pct = values.get(MEMORY_UNITS.get(mem_unit or "", ""), mem_pct)
+        notes = [n for n in (*notes, _limiter_note(values, mem_unit)) if n]
+        note = "; ".join(notes)
         return Verdict(
-            "compute", cmp_unit or "sm", mem_pct, cmp_pct, "; ".join(notes), cmp_pct, bool(notes)
+            "memory", mem_unit or "memory", mem_pct, cmp_pct, note, unit_pct, bool(notes)
         )
-    grid, sms = values.get("grid_size"), values.get("sm_count")
-    if (
-        grid is not None
-        and sms is not None
-        and not math.isnan(grid)
-        and not math.isnan(sms)
-        and grid < sms
-    ):
+    note = "; ".join(notes)
+    return Verdict("compute", cmp_unit or "sm", mem_pct, cmp_pct, note, cmp_pct, bool(notes))
+
+
+def _latency(values: Values, mem_pct: float, cmp_pct: float, notes: list[str]) -> Verdict:
+    """Nothing saturates: a grid too small for the GPU, else the warps' top stall."""
+    grid, sms = number(values.get("grid_size")), number(values.get("sm_count"))
+    if grid is not None and sms is not None and grid < sms:
         close = bool(notes)
         notes.append(f"{grid:.0f} blocks for {sms:.0f} SMs")
         return Verdict(
@@ -185,33 +184,33 @@ def classify(values: dict[str, float]) -> Verdict:
     )
 
 
-def _nanmax(a: float | None, b: float | None) -> float:
-    vals = [v for v in (a, b) if v is not None and not math.isnan(v)]
+def _nanmax(a: float, b: float) -> float:
+    vals = [v for v in (a, b) if not math.isnan(v)]
     return max(vals) if vals else math.nan
 
 
-def sentence(name: str, verdict: Verdict, roofline: dict) -> str:
+def sentence(name: str, verdict: Verdict, pct_of_roof: float | None) -> str:
     """The verdict in one sentence a performance engineer would say."""
     name = short_name(name)
-    pct_roof = roofline.get("pct_of_roof")
     roof = (
-        f", at {pct_roof:.0f}% of its roofline"
-        if isinstance(pct_roof, float) and not math.isnan(pct_roof)
+        f", at {pct_of_roof:.0f}% of its roofline"
+        if pct_of_roof is not None and not math.isnan(pct_of_roof)
         else ""
     )
+    limiter = verdict.limiter
     if verdict.bound == "memory":
-        return f"{name} is memory-bound on {verdict.limiter.upper() if verdict.limiter else 'memory'} ({verdict.limiter_pct:.0f}% of peak){roof}."
+        unit = limiter.upper() if limiter else "memory"
+        return f"{name} is memory-bound on {unit} ({verdict.limiter_pct:.0f}% of peak){roof}."
     if verdict.bound == "compute":
-        return f"{name} is compute-bound on the {verdict.limiter} pipe ({verdict.limiter_pct:.0f}% of peak){roof}."
+        return (
+            f"{name} is compute-bound on the {limiter} pipe "
+            f"({verdict.limiter_pct:.0f}% of peak){roof}."
+        )
     if verdict.bound == "latency":
-        if verdict.limiter == "small_grid":
+        if limiter == "small_grid":
             why = f", because the grid leaves most SMs idle ({verdict.note})"
         else:
-            why = (
-                f", warps mostly stalled on {verdict.limiter.replace('_', ' ')}"
-                if verdict.limiter
-                else ""
-            )
+            why = f", warps mostly stalled on {limiter.replace('_', ' ')}" if limiter else ""
         return (
             f"{name} is latency-bound: no unit is busy (memory {verdict.mem_pct:.0f}%, compute "
             f"{verdict.compute_pct:.0f}%){why}."

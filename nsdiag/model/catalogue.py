@@ -820,26 +820,6 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
     "source",
 )
 
-# Derived metrics computed from catalogue metrics (analysis may reference these names too).
-DERIVED_METRICS: dict[str, str] = {
-    "flop_fp32": "FP32 floating-point operations (add + mul + 2*fma).",
-    "flop_fp64": "FP64 floating-point operations.",
-    "flop_fp16": "FP16 floating-point operations (2*add + 2*mul + 4*fma).",
-    "flop_tensor": "Tensor-core operations counted as FLOPs.",
-    "l2_bytes": "Bytes through L2 (32 per sector).",
-    "global_load_sectors_per_request": "Sectors per global load request (4 is ideal for 4-byte loads).",
-    "global_store_sectors_per_request": "Sectors per global store request.",
-    "shared_bank_conflict_pct": "Shared-memory wavefronts caused by bank conflicts, % of all.",
-    "shared_ways": "Shared-memory wavefronts per request (1 = no conflict).",
-    "local_sectors": "Local-memory sectors (loads + stores).",
-    "lsu_sectors": "Global plus local sectors through L1 (loads + stores).",
-    "stall_total": "Sum of all stall reasons (warp cycles per issue).",
-}
-
-
-def canonical_names() -> set[str]:
-    return set(CATALOGUE) | set(DERIVED_METRICS)
-
 
 def label_index() -> dict[str, str]:
     """Details-page 'Section/Label' -> canonical name."""

@@ -1,12 +1,81 @@
-"""Interval search shared by the nsys reader (NVTX range of each CUDA call) and the timeline
-analysis (NVTX range open on a host thread at each moment)."""
+"""Intervals on one time axis (ns): unions, merging and containment.
+
+Shared by the nsys reader (the NVTX range of each CUDA call), the timeline analyses (busy time
+per stage, the NVTX range open on a host thread) and the timeline chart (merged bars, busy % per
+bin). Every function is vectorised over numpy arrays.
+"""
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+Array = npt.NDArray[Any]
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
 
 
-def enclosing(starts: np.ndarray, ends: np.ndarray, t: np.ndarray) -> np.ndarray:
+def union_ns(starts: npt.ArrayLike, ends: npt.ArrayLike) -> float:
+    """Length of the union of intervals (any order)."""
+    s_all, e_all = np.asarray(starts), np.asarray(ends)
+    if len(s_all) == 0:
+        return 0.0
+    order = np.argsort(s_all, kind="stable")
+    s, e = s_all[order], e_all[order]
+    reach = np.maximum.accumulate(e)
+    prev = np.concatenate([[s[0]], reach[:-1]])
+    # Each interval adds what lies beyond everything before it.
+    return float(np.sum(np.clip(e - np.maximum(s, prev), 0, None)))
+
+
+def union_ns_by_group(codes: Array, starts: Array, ends: Array, n_groups: int) -> FloatArray:
+    """Length of the union of intervals per group code (0..n_groups-1)."""
+    if len(codes) == 0:
+        return np.zeros(n_groups)
+    order = np.lexsort((starts, codes))
+    g, s, e = codes[order], starts[order], ends[order]
+    reach = pd.Series(e).groupby(g).cummax().to_numpy()
+    prev = np.empty_like(reach)
+    prev[0] = s[0]
+    prev[1:] = np.where(g[1:] == g[:-1], reach[:-1], s[1:])
+    contribution = np.clip(e - np.maximum(s, prev), 0, None).astype("float64")
+    counts = np.bincount(g.astype("int64"), weights=contribution, minlength=n_groups)
+    return cast(FloatArray, counts)
+
+
+def merge_ids(starts: Array, ends: Array, gap: float) -> IntArray:
+    """Group ids for intervals sorted by start: a new group starts after a gap wider than `gap`
+    (0: intervals that overlap or touch share a group)."""
+    if len(starts) == 0:
+        return np.zeros(0, dtype="int64")
+    reach = np.maximum.accumulate(ends)
+    breaks = starts[1:] > reach[:-1] + gap
+    return np.concatenate([[0], np.cumsum(breaks)]).astype("int64")
+
+
+def covered_fraction(starts: FloatArray, ends: FloatArray, edges: FloatArray) -> FloatArray:
+    """Fraction of each bin (between consecutive `edges`) covered by the union of intervals."""
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    groups = merge_ids(s, e, 0.0)
+    u_start = pd.Series(s).groupby(groups).min().to_numpy()
+    u_end = pd.Series(e).groupby(groups).max().to_numpy()
+    lengths = u_end - u_start
+    prefix = np.concatenate([[0.0], np.cumsum(lengths)])
+    idx = np.searchsorted(u_start, edges, side="right") - 1
+    at = np.clip(idx, 0, None)
+    covered = np.where(idx >= 0, prefix[at] + np.clip(edges - u_start[at], 0, lengths[at]), 0.0)
+    widths = np.diff(edges)
+    fraction: FloatArray = np.divide(
+        np.diff(covered), widths, out=np.zeros_like(widths), where=widths > 0
+    )
+    return fraction
+
+
+def enclosing(starts: Array, ends: Array, t: Array) -> IntArray:
     """Index of the latest-starting interval [start, end] containing each time, or -1 (starts
     sorted; for nested push/pop ranges that is the innermost). Binary lifting over a sparse table
     of running maxima of `ends` skips back over blocks of intervals that all end before t: O(log n)

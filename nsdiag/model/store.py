@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -77,7 +77,7 @@ def _read_table(path: Path, columns: list[str], dtypes: dict[str, str]) -> pd.Da
     numeric = [c for c, t in dtypes.items() if _is_numeric(t)]
     # Strings keep "" as "" (only numeric cells read "" as missing); floats round-trip exactly
     # (pandas 3 does by default; pandas 2 needs the round-trip parser).
-    options: dict = {} if _PANDAS_MAJOR >= 3 else {"float_precision": "round_trip"}
+    options: dict[str, Any] = {} if _PANDAS_MAJOR >= 3 else {"float_precision": "round_trip"}
     try:
         frame = pd.read_csv(
             path,
@@ -95,7 +95,7 @@ def _read_table(path: Path, columns: list[str], dtypes: dict[str, str]) -> pd.Da
     for column, dtype in dtypes.items():
         if column in frame:
             frame[column] = _restore(frame[column], dtype)
-    return frame
+    return cast(pd.DataFrame, frame)
 
 
 def _is_numeric(dtype: str) -> bool:
@@ -110,6 +110,6 @@ def _restore(series: pd.Series, dtype: str) -> Any:
             else series.astype(object)
         )
     try:
-        return series.astype(dtype)
+        return series.astype(cast(Any, dtype))
     except (TypeError, ValueError):
         return series

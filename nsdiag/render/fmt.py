@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import html
-import math
 from typing import TYPE_CHECKING, Any
 
 from nsdiag.model.names import short_names
+from nsdiag.model.values import number
 
 if TYPE_CHECKING:
     from nsdiag.analysis.diagnosis import Diagnosis, Finding
@@ -37,25 +37,6 @@ METRIC_LABELS: dict[str, str] = {
     "intermediate_bytes": "intermediate bytes",
     "fused_bandwidth_bytes_per_s": "bandwidth a fused kernel would reach (B/s)",
 }
-
-
-def missing(value: Any) -> bool:
-    if value is None:
-        return True
-    try:
-        return math.isnan(float(value))
-    except (TypeError, ValueError):
-        return False
-
-
-def number(value: Any) -> float | None:
-    """A float, or None for missing / non-numeric values."""
-    if missing(value):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def _scaled(value: float, units: list[tuple[float, str]], digits: int = 3) -> str:
@@ -155,12 +136,12 @@ def saving(finding: Finding, total_ns: float) -> str:
 
 
 def display_names(diagnosis: Diagnosis) -> dict[str, str]:
-    """Signature name -> short display name (shortened from the demangled name where there is one)."""
+    """Signature name -> short display name (shortened from the demangled name where there is
+    one)."""
     full = {k.name: k.demangled or k.name for k in diagnosis.kernels}
     for f in diagnosis.program_findings:
-        chain = f.details.get("chain") if isinstance(f.details, dict) else None
-        for name in [f.kernel, *(chain if isinstance(chain, list) else [])]:
+        for name in (f.kernel, *f.chain):
             if name:
-                full.setdefault(str(name), str(name))
+                full.setdefault(name, name)
     shorts = short_names(full.values())
     return {name: shorts[text] for name, text in full.items()}

@@ -7,6 +7,7 @@ hands them to `templates/report.html.j2`; it decides nothing about the program's
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -14,9 +15,10 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
 from nsdiag import __version__
-from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
+from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis, NcuRuleResult
 from nsdiag.model.session import Session
-from nsdiag.render import RenderOptions, charts, fmt
+from nsdiag.model.values import number
+from nsdiag.render import RenderOptions, charts, fmt, timeline_chart
 from nsdiag.resources import templates_dir
 
 TEMPLATE = "report.html.j2"
@@ -26,7 +28,7 @@ PLOTLY_CONFIG = {
     "topojsonURL": "",
     "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"],
 }
-_META_SKIP = {"sources", "kernel_launches", "measured_dram_ceiling"}
+_META_SKIP = {"sources", "kernel_launches"}
 
 
 @functools.lru_cache(maxsize=1)
@@ -44,17 +46,19 @@ def environment() -> Environment:
 def _plotly_js() -> str:
     from plotly.offline import get_plotlyjs
 
-    return get_plotlyjs()
+    return str(get_plotlyjs())
 
 
 def _asset(name: str) -> Markup:
-    """A CSS or JS file from templates/report/, inlined verbatim (our own code, not program data)."""
+    """A CSS or JS file from templates/report/, inlined verbatim (our own code, not program
+    data)."""
     source, _, _ = environment().loader.get_source(environment(), f"report/{name}")  # type: ignore[union-attr]
     return Markup(source)
 
 
 def _chart(fig: go.Figure | None, div_id: str) -> Markup | None:
-    """A figure as a div + script; plotly's JSON escapes <, > and / so names cannot close the script."""
+    """A figure as a div + script; plotly's JSON escapes <, > and / so names cannot close the
+    script."""
     if fig is None:
         return None
     return Markup(
@@ -87,7 +91,6 @@ def _evidence(finding: Finding) -> list[dict[str, str]]:
 
 
 def _finding(finding: Finding, total_ns: float, names: dict[str, str]) -> dict[str, Any]:
-    chain = finding.details.get("chain") if isinstance(finding.details, dict) else None
     return {
         "rule": finding.rule,
         "cause": finding.cause,
@@ -102,17 +105,15 @@ def _finding(finding: Finding, total_ns: float, names: dict[str, str]) -> dict[s
         "range": finding.range,
         "kernel": names.get(finding.kernel, finding.kernel) if finding.kernel else None,
         "kernel_full": finding.kernel,
-        "chain": [{"short": names.get(str(n), str(n)), "full": str(n)} for n in chain]
-        if isinstance(chain, list)
-        else [],
+        "chain": [{"short": names.get(n, n), "full": n} for n in finding.chain],
     }
 
 
 def _kernel_row(k: KernelDiagnosis, names: dict[str, str], carded: bool) -> dict[str, Any]:
-    mean = k.duration_ns / max(k.launches, 1)
+    mean = k.mean_duration_ns
     top = k.findings[0] if k.findings else None
-    roof = fmt.number(k.roofline.get("pct_of_roof"))
-    share = fmt.number(k.time_share)
+    roof = number(k.roofline.pct_of_roof)
+    share = number(k.time_share)
     return {
         "id": k.id,
         "anchor": _anchor(k),
@@ -121,8 +122,8 @@ def _kernel_row(k: KernelDiagnosis, names: dict[str, str], carded: bool) -> dict
         "full": k.demangled or k.name,
         "launches": f"{k.launches:,}",
         "launches_v": k.launches,
-        "total": fmt.time_ns(k.duration_ns),
-        "total_v": k.duration_ns,
+        "total": fmt.time_ns(k.total_duration_ns),
+        "total_v": k.total_duration_ns,
         "mean": fmt.time_ns(mean),
         "mean_v": mean,
         "share": fmt.share(k.time_share),
@@ -140,7 +141,7 @@ def _kernel_row(k: KernelDiagnosis, names: dict[str, str], carded: bool) -> dict
 def _occupancy(k: KernelDiagnosis) -> dict[str, Any]:
     m = k.metrics
     limits = {
-        name: fmt.number(m.get(f"occupancy_limit_{key}"))
+        name: number(m.get(f"occupancy_limit_{key}"))
         for key, name in (
             ("registers", "registers"),
             ("shared_mem", "shared memory"),
@@ -171,22 +172,23 @@ def _geometry(k: KernelDiagnosis) -> list[tuple[str, str]]:
         ("registers per thread", fmt.num(m.get("registers_per_thread"))),
         (
             "shared memory (static / dynamic)",
-            f"{fmt.bytes_(m.get('shared_mem_static_bytes'))} / {fmt.bytes_(m.get('shared_mem_dynamic_bytes'))}",
+            f"{fmt.bytes_(m.get('shared_mem_static_bytes'))} / "
+            f"{fmt.bytes_(m.get('shared_mem_dynamic_bytes'))}",
         ),
         ("waves per SM", fmt.num(m.get("waves_per_sm"))),
         ("launches", f"{k.launches:,}"),
-        ("mean duration", fmt.time_ns(k.duration_ns / max(k.launches, 1))),
+        ("mean duration", fmt.time_ns(k.mean_duration_ns)),
     ]
     return [(label, value) for label, value in rows if value and value != fmt.MISSING]
 
 
 def _roofline_facts(k: KernelDiagnosis) -> list[tuple[str, str]]:
     r = k.roofline
-    intensity = fmt.number(r.get("arithmetic_intensity"))
-    achieved = fmt.number(r.get("achieved_flops_per_s"))
+    intensity = number(r.arithmetic_intensity)
+    achieved = number(r.achieved_flops_per_s)
     rows = [
-        ("% of roof", fmt.pct(r.get("pct_of_roof"))),
-        ("side of the ridge", str(r.get("side") or fmt.MISSING)),
+        ("% of roof", fmt.pct(r.pct_of_roof)),
+        ("side of the ridge", r.side or fmt.MISSING),
         (
             "arithmetic intensity",
             fmt.MISSING if intensity is None else f"{fmt.num(intensity)} FLOP/B",
@@ -195,14 +197,24 @@ def _roofline_facts(k: KernelDiagnosis) -> list[tuple[str, str]]:
             "achieved",
             fmt.MISSING
             if achieved is None
-            else f"{fmt.rate(achieved, 'FLOP/s')}"
-            + (f" ({r['precision']})" if r.get("precision") else ""),
+            else f"{fmt.rate(achieved, 'FLOP/s')}" + (f" ({r.precision})" if r.precision else ""),
         ),
-        ("DRAM bandwidth", fmt.rate(r.get("achieved_dram_bytes_per_s"), "B/s")),
+        ("DRAM bandwidth", fmt.rate(r.achieved_dram_bytes_per_s, "B/s")),
     ]
-    if fmt.number(r.get("pct_of_measured_ceiling")) is not None:
-        rows.append(("% of measured DRAM ceiling", fmt.pct(r.get("pct_of_measured_ceiling"))))
+    if number(r.pct_of_measured_ceiling) is not None:
+        rows.append(("% of measured DRAM ceiling", fmt.pct(r.pct_of_measured_ceiling)))
     return rows
+
+
+def _ncu_rule(r: NcuRuleResult) -> dict[str, str]:
+    return {
+        "rule": r.rule,
+        "section": r.section,
+        "type": r.type,
+        "message": r.message,
+        "speedup": fmt.pct(r.speedup) if r.speedup is not None else "",
+        "speedup_type": r.speedup_type or "",
+    }
 
 
 def _card(k: KernelDiagnosis, rank: int, total_ns: float, names: dict[str, str]) -> dict[str, Any]:
@@ -212,7 +224,7 @@ def _card(k: KernelDiagnosis, rank: int, total_ns: float, names: dict[str, str])
         "short": names[k.name],
         "full": k.demangled or k.name,
         "share": fmt.share(k.time_share),
-        "total": fmt.time_ns(k.duration_ns),
+        "total": fmt.time_ns(k.total_duration_ns),
         "launches": f"{k.launches:,}",
         "bound": k.bound,
         "limiter": k.limiter or fmt.MISSING,
@@ -224,26 +236,17 @@ def _card(k: KernelDiagnosis, rank: int, total_ns: float, names: dict[str, str])
         "geometry": _geometry(k),
         "roofline": _roofline_facts(k),
         "findings": [_finding(f, total_ns, names) for f in k.findings],
-        "ncu_rules": [
-            {
-                "rule": r.get("rule", ""),
-                "section": r.get("section", ""),
-                "type": r.get("type", ""),
-                "message": r.get("message", ""),
-                "speedup": fmt.pct(r.get("speedup"))
-                if fmt.number(r.get("speedup")) is not None
-                else "",
-                "speedup_type": r.get("speedup_type") or "",
-            }
-            for r in k.ncu_rules
-        ],
+        "ncu_rules": [_ncu_rule(r) for r in k.ncu_rules],
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in k.skipped],
     }
 
 
 def _meta_items(diagnosis: Diagnosis) -> list[tuple[str, str]]:
     items: list[tuple[str, str]] = []
-    for key, value in diagnosis.meta.items():
+    meta = dict(diagnosis.meta)
+    if diagnosis.timeline is not None:
+        meta["timeline"] = diagnosis.timeline.to_json()
+    for key, value in meta.items():
         if key in _META_SKIP or value is None or value == "":
             continue
         if isinstance(value, dict):
@@ -258,12 +261,12 @@ def _meta_items(diagnosis: Diagnosis) -> list[tuple[str, str]]:
 
 
 def _left_out(
-    diagnosis: Diagnosis, cards: list[KernelDiagnosis], options: RenderOptions
+    diagnosis: Diagnosis, cards: Sequence[KernelDiagnosis], options: RenderOptions
 ) -> dict[str, Any] | None:
     rest = len(diagnosis.kernels) - len(cards)
     if rest <= 0:
         return None
-    covered = sum(fmt.number(k.time_share) or 0.0 for k in cards)
+    covered = sum(number(k.time_share) or 0.0 for k in cards)
     return {
         "shown": len(cards),
         "rest": rest,
@@ -277,12 +280,12 @@ def _timeline(session: Session | None, options: RenderOptions) -> dict[str, Any]
     if session is None or not session.has_timeline():
         return None
     nvtx = session.nvtx_ranges if len(session.nvtx_ranges) else None
-    fig = charts.timeline(session.timeline, nvtx, max_segments=options.timeline_segments)
+    fig = timeline_chart.timeline(session.timeline, nvtx, max_segments=options.timeline_segments)
     if fig is None:
         return None
     bars = sum(len(t.x) for t in fig.data if t.type == "bar")
     rows = len(session.timeline) + (len(nvtx) if nvtx is not None else 0)
-    span, busy = charts.busy_time(session.timeline)
+    span, busy = timeline_chart.busy_time(session.timeline)
     return {
         "chart": _chart(fig, "chart-timeline"),
         "rows": f"{rows:,}",
@@ -291,6 +294,41 @@ def _timeline(session: Session | None, options: RenderOptions) -> dict[str, Any]
         "span": fmt.time_ns(span),
         "busy": fmt.time_ns(busy),
         "busy_share": fmt.share(busy / span if span else None),
+    }
+
+
+def _top_findings(
+    diagnosis: Diagnosis, names: dict[str, str], carded_ids: set[int], options: RenderOptions
+) -> list[dict[str, Any]]:
+    """The most valuable findings, each with where it is (a kernel, an NVTX range, the
+    program) and a link to its kernel's card when it has one."""
+    top = []
+    for kernel, finding in diagnosis.top_findings(options.top_findings):
+        item = _finding(finding, diagnosis.total_gpu_time_ns, names)
+        if kernel:
+            item["where"], item["where_full"] = names[kernel.name], kernel.demangled or kernel.name
+            item["where_kind"] = ""
+        elif finding.range:
+            item["where"], item["where_full"] = finding.range, finding.range
+            item["where_kind"] = "NVTX range"
+        else:
+            item["where"], item["where_full"] = (
+                item["kernel"] or "the program",
+                finding.kernel or "",
+            )
+            item["where_kind"] = "kernel" if finding.kernel else ""
+        item["anchor"] = _anchor(kernel) if kernel and kernel.id in carded_ids else None
+        top.append(item)
+    return top
+
+
+def _ceiling(diagnosis: Diagnosis, names: dict[str, str]) -> dict[str, str] | None:
+    ceiling = diagnosis.measured_dram_ceiling
+    if ceiling is None:
+        return None
+    return {
+        "rate": fmt.rate(ceiling.bytes_per_s, "B/s"),
+        "kernel": names.get(ceiling.kernel, ceiling.kernel),
     }
 
 
@@ -305,35 +343,11 @@ def context(
     table = (
         diagnosis.kernels if options.table_rows is None else diagnosis.kernels[: options.table_rows]
     )
-    top = []
-    for kernel, finding in diagnosis.top_findings(options.top_findings):
-        item = _finding(finding, total, names)
-        if kernel:
-            item["where"], item["where_full"] = names[kernel.name], kernel.demangled or kernel.name
-            item["where_kind"] = ""
-        elif finding.range:
-            item["where"], item["where_full"], item["where_kind"] = (
-                finding.range,
-                finding.range,
-                "NVTX range",
-            )
-        else:
-            item["where"], item["where_full"] = (
-                item["kernel"] or "the program",
-                finding.kernel or "",
-            )
-            item["where_kind"] = "kernel" if finding.kernel else ""
-        item["anchor"] = _anchor(kernel) if kernel and kernel.id in carded_ids else None
-        top.append(item)
     roofline = charts.roofline(diagnosis, names, options.roofline_points)
     off_roof = [
-        k
-        for k in diagnosis.kernels[: options.roofline_points]
-        if not (fmt.number(k.roofline.get("arithmetic_intensity")) or 0) > 0
-        or not (fmt.number(k.roofline.get("achieved_flops_per_s")) or 0) > 0
+        k for k in diagnosis.kernels[: options.roofline_points] if not charts.on_roofline(k)
     ]
     device = diagnosis.device or {}
-    ceiling = diagnosis.meta.get("measured_dram_ceiling") or {}
     return {
         "title": options.title,
         "version": __version__,
@@ -347,16 +361,11 @@ def context(
             str(s.get("path", s)) if isinstance(s, dict) else str(s)
             for s in diagnosis.meta.get("sources", [])
         ],
-        "ceiling": {
-            "rate": fmt.rate(ceiling.get("bytes_per_s"), "B/s"),
-            "kernel": names.get(str(ceiling.get("kernel")), str(ceiling.get("kernel") or "")),
-        }
-        if ceiling
-        else None,
+        "ceiling": _ceiling(diagnosis, names),
         "total": fmt.time_ns(total),
         "signatures": f"{len(diagnosis.kernels):,}",
         "launches": f"{sum(k.launches for k in diagnosis.kernels):,}",
-        "top_findings": top,
+        "top_findings": _top_findings(diagnosis, names, carded_ids, options),
         "verdict_chart": _chart(charts.verdict_shares(diagnosis), "chart-verdict-shares"),
         "rows": [_kernel_row(k, names, k.id in carded_ids) for k in table],
         "rows_left_out": len(diagnosis.kernels) - len(table),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from nsdiag.analysis.diagnosis import Diagnosis
+from nsdiag.model.values import number
 from nsdiag.render import RenderOptions, fmt
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#])")
@@ -39,10 +40,11 @@ def _top_findings(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[s
             )
         )
         lines.append(
-            f"| {escape(fmt.share(f.impact))} | {fmt.saving(f, diagnosis.total_gpu_time_ns)} | {escape(where)} | "
+            f"| {escape(fmt.share(f.impact))} | {fmt.saving(f, diagnosis.total_gpu_time_ns)} | "
+            f"{escape(where)} | "
             f"**{escape(f.title)}** ({escape(f.rule)}) | {escape(f.fix)} |"
         )
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _kernel_table(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[str]:
@@ -53,14 +55,15 @@ def _kernel_table(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[s
     for k in diagnosis.kernels[:n]:
         top = f"{escape(k.findings[0].title)} ({escape(k.findings[0].rule)})" if k.findings else ""
         lines.append(
-            f"| {k.id + 1} | {escape(names[k.name])} | {k.launches:,} | {fmt.time_ns(k.duration_ns)} | "
-            f"{escape(fmt.share(k.time_share))} | {escape(k.bound)} | {escape(k.limiter or fmt.MISSING)} | "
-            f"{fmt.pct(k.roofline.get('pct_of_roof'), 0)} | {top} |"
+            f"| {k.id + 1} | {escape(names[k.name])} | {k.launches:,} | "
+            f"{fmt.time_ns(k.total_duration_ns)} | {escape(fmt.share(k.time_share))} | "
+            f"{escape(k.bound)} | {escape(k.limiter or fmt.MISSING)} | "
+            f"{fmt.pct(k.roofline.pct_of_roof, 0)} | {top} |"
         )
     rest = len(diagnosis.kernels) - n
     if rest > 0:
         lines += ["", f"{rest:,} more signatures are in the HTML or JSON report."]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _program(diagnosis: Diagnosis) -> list[str]:
@@ -74,7 +77,7 @@ def _program(diagnosis: Diagnosis) -> list[str]:
             f"saves {fmt.saving(f, diagnosis.total_gpu_time_ns)}){where}: {escape(f.message)}"
         )
         lines.append(f"  *Fix:* {escape(f.fix)}")
-    return lines + [""]
+    return [*lines, ""]
 
 
 def render_markdown(diagnosis: Diagnosis, options: RenderOptions | None = None) -> str:
@@ -85,13 +88,14 @@ def render_markdown(diagnosis: Diagnosis, options: RenderOptions | None = None) 
     lines = [
         f"## nsdiag: {escape(device)}",
         "",
-        f"Total GPU time **{fmt.time_ns(diagnosis.total_gpu_time_ns)}** in {launches:,} kernel launches "
+        f"Total GPU time **{fmt.time_ns(diagnosis.total_gpu_time_ns)}** in {launches:,} kernel "
+        "launches "
         f"({len(diagnosis.kernels):,} signatures).",
         "",
     ]
     shares: dict[str, float] = {}
     for k in diagnosis.kernels:
-        shares[k.bound] = shares.get(k.bound, 0.0) + (fmt.number(k.time_share) or 0.0)
+        shares[k.bound] = shares.get(k.bound, 0.0) + (number(k.time_share) or 0.0)
     if shares:
         lines += [
             "Time by verdict: "

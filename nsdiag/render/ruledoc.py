@@ -17,8 +17,18 @@ def rule_text(rule: RuleSpec) -> str:
     lines = [f"{rule.id} {rule.cause}: {rule.title}", f"scope: {rule.scope}"]
     if rule.condition is not None:
         lines.append(f"fires when: {rule.condition.source}")
+        if rule.condition.constants:
+            named = ", ".join(f"{k} = {v:g}" for k, v in rule.condition.constants.items())
+            lines.append(f"  where {named}")
     if rule.requires:
         lines.append(f"needs: {', '.join(rule.requires)}")
+    if rule.defaults:
+        lines.append("when missing: " + ", ".join(f"{k} = {v:g}" for k, v in rule.defaults.items()))
+    others = (
+        sorted(rule.condition.names - {*rule.requires, *rule.defaults}) if rule.condition else []
+    )
+    if others:
+        lines.append(f"also reads: {', '.join(others)} (skipped where a missing one would decide)")
     if rule.params:
         lines.append("thresholds: " + ", ".join(f"{k} = {v:g}" for k, v in rule.params.items()))
     if rule.impact is not None:

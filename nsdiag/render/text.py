@@ -24,10 +24,11 @@ def _evidence(finding: Finding) -> str:
 
 
 def _kernel_block(console: Console, kernel: KernelDiagnosis, top: int, name: str) -> None:
-    roof = kernel.roofline.get("pct_of_roof")
+    roof = kernel.roofline.pct_of_roof
     header = Text.assemble(
         (name, "bold"),
-        f"  {kernel.launches}x, {fmt.time_ns(kernel.duration_ns)} ({kernel.time_share * 100:.1f}% of GPU time)",
+        f"  {kernel.launches}x, {fmt.time_ns(kernel.total_duration_ns)} "
+        f"({kernel.time_share * 100:.1f}% of GPU time)",
         f"  [{kernel.bound}"
         + (f": {kernel.limiter}" if kernel.limiter else "")
         + f", {_pct(roof)} of roof]",
@@ -50,11 +51,11 @@ def _kernel_block(console: Console, kernel: KernelDiagnosis, top: int, name: str
     if kernel.ncu_rules:
         first = kernel.ncu_rules[0]
         speedup = (
-            f" (est. {first['speedup_type'] or ''} speedup {first['speedup']:.0f}%)"
-            if first.get("speedup")
+            f" (est. {first.speedup_type or ''} speedup {first.speedup:.0f}%)"
+            if first.speedup
             else ""
         )
-        console.print(Text(f"  ncu's own top rule: {first['rule']}{speedup}", style="dim"))
+        console.print(Text(f"  ncu's own top rule: {first.rule}{speedup}", style="dim"))
 
 
 def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
@@ -63,9 +64,22 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
     console = Console(
         file=buffer, width=WIDTH, force_terminal=False, color_system=None, highlight=False
     )
+    _header(console, diagnosis)
+    _ranked(console, diagnosis)
+    _program_findings(console, diagnosis, top * 2)
+    _kernels(console, diagnosis, top, kernels)
+    if diagnosis.skipped_rules:
+        reasons = "; ".join(f"{s.rule}: {s.reason}" for s in diagnosis.skipped_rules[:6])
+        console.print(Text(f"skipped rules: {reasons}", style="dim"))
+    return buffer.getvalue()
+
+
+def _header(console: Console, diagnosis: Diagnosis) -> None:
+    """The device, what was profiled, the tools, the timeline and the measured ceiling."""
     device = diagnosis.device
     kernels_text = (
-        f"{len(diagnosis.kernels)} kernel signatures, {fmt.time_ns(diagnosis.total_gpu_time_ns)} of profiled GPU time"
+        f"{len(diagnosis.kernels)} kernel signatures, {fmt.time_ns(diagnosis.total_gpu_time_ns)} "
+        "of profiled GPU time"
         if diagnosis.kernels
         else "no Nsight Compute kernel metrics (timeline only)"
     )
@@ -78,61 +92,63 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
     )
     tools = diagnosis.meta.get("tools")
     if tools:
-        console.print(
-            Text(
-                "tools: " + ", ".join(f"{name} {version}" for name, version in tools.items()),
-                style="dim",
-            )
-        )
-    timeline = diagnosis.meta.get("timeline")
+        listed = ", ".join(f"{name} {version}" for name, version in tools.items())
+        console.print(Text(f"tools: {listed}", style="dim"))
+    timeline = diagnosis.timeline
     if timeline:
-        counts = ", ".join(f"{n} {kind}s" for kind, n in timeline["activities"].items())
-        console.print(
-            Text(f"timeline: {counts} over {fmt.time_ns(timeline['span_ns'])}", style="dim")
-        )
-    ceiling = diagnosis.meta.get("measured_dram_ceiling")
+        counts = ", ".join(f"{n} {kind}s" for kind, n in timeline.activities.items())
+        console.print(Text(f"timeline: {counts} over {fmt.time_ns(timeline.span_ns)}", style="dim"))
+    ceiling = diagnosis.measured_dram_ceiling
     if ceiling:
         console.print(
             Text(
-                f"measured DRAM ceiling: {ceiling['bytes_per_s'] / 1e12:.2f} TB/s "
-                f"({short_name(ceiling['kernel'])})",
+                f"measured DRAM ceiling: {ceiling.bytes_per_s / 1e12:.2f} TB/s "
+                f"({short_name(ceiling.kernel)})",
                 style="dim",
             )
         )
+
+
+def _ranked(console: Console, diagnosis: Diagnosis) -> None:
     ranked = diagnosis.top_findings(5)
-    if ranked:
-        table = Table(title="Worth the most time", show_lines=False, expand=True)
-        for column in ("saves", "where", "rule", "what"):
-            table.add_column(column, overflow="fold")
-        for kernel, finding in ranked:
-            where = short_name(kernel.name) if kernel else (finding.range or "program")
-            table.add_row(
-                f"{finding.impact * 100:.1f}%",
+    if not ranked:
+        return
+    table = Table(title="Worth the most time", show_lines=False, expand=True)
+    for column in ("saves", "where", "rule", "what"):
+        table.add_column(column, overflow="fold")
+    for kernel, finding in ranked:
+        where = short_name(kernel.name) if kernel else (finding.range or "program")
+        table.add_row(
+            f"{finding.impact * 100:.1f}%", where, f"{finding.rule} {finding.cause}", finding.title
+        )
+    console.print(table)
+
+
+def _program_findings(console: Console, diagnosis: Diagnosis, n: int) -> None:
+    if not diagnosis.program_findings:
+        return
+    console.print(Text("Program findings", style="bold underline"))
+    for finding in diagnosis.program_findings[:n]:
+        where = f" [{finding.range}]" if finding.range else ""
+        console.print(
+            Text.assemble(
+                ("- ", ""),
+                (f"{finding.rule} {finding.cause}", "yellow"),
                 where,
-                f"{finding.rule} {finding.cause}",
-                finding.title,
+                f" (saves up to {finding.impact * 100:.1f}%)",
             )
-        console.print(table)
-    if diagnosis.program_findings:
-        console.print(Text("Program findings", style="bold underline"))
-        for finding in diagnosis.program_findings[: top * 2]:
-            where = f" [{finding.range}]" if finding.range else ""
-            console.print(
-                Text.assemble(
-                    ("- ", ""),
-                    (f"{finding.rule} {finding.cause}", "yellow"),
-                    where,
-                    f" (saves up to {finding.impact * 100:.1f}%)",
-                )
-            )
-            console.print(Text(f"    {finding.message}"))
-            console.print(Text(f"    fix: {finding.fix}", style="green"))
+        )
+        console.print(Text(f"    {finding.message}"))
+        console.print(Text(f"    fix: {finding.fix}", style="green"))
+
+
+def _kernels(console: Console, diagnosis: Diagnosis, top: int, n: int) -> None:
     if diagnosis.kernels:
         console.print(Text("Kernels by GPU time", style="bold underline"))
     names = short_names(k.name for k in diagnosis.kernels)
-    for kernel in diagnosis.kernels[:kernels]:
+    for kernel in diagnosis.kernels[:n]:
         _kernel_block(console, kernel, top, names.get(kernel.name, short_name(kernel.name)))
-    hidden = len(diagnosis.kernels) - kernels
+    hidden = len(diagnosis.kernels) - n
     if hidden > 0:
         console.print(
             Text(
@@ -140,7 +156,3 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
                 style="dim",
             )
         )
-    if diagnosis.skipped_rules:
-        reasons = "; ".join(f"{s.rule}: {s.reason}" for s in diagnosis.skipped_rules[:6])
-        console.print(Text(f"skipped rules: {reasons}", style="dim"))
-    return buffer.getvalue()

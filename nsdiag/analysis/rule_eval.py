@@ -1,0 +1,89 @@
+"""Evaluate one kernel rule on one kernel's values: skipped, silent, or a finding.
+
+The policy for missing metrics, in the order it applies:
+1. a name in the rule's `requires` is missing: skipped ("missing X");
+2. a name in the rule's `[defaults]` is missing: it takes its default (for the condition and
+   the impact; evidence and message still show it as n/a);
+3. any other name the condition reads is missing and the outcome depends on it: skipped
+   ("missing X"), so a missing metric never makes a condition silently true (`not (x < 50)`)
+   or false. When the known values decide (`a >= 10 and x < 50` with a = 5) they decide.
+An impact formula that reads a missing name gives no estimate (0); the finding stands.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nsdiag.analysis.diagnosis import Evidence, Finding, Skipped
+from nsdiag.analysis.expr import Comparison
+from nsdiag.analysis.rulespec import RuleSpec
+from nsdiag.model.values import missing, number
+
+
+class _SafeFormatter(string.Formatter):
+    """str.format over evidence values: plain field names only; missing or NaN prints n/a."""
+
+    def get_field(self, field_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        if not field_name.isidentifier():
+            raise ValueError(f"bad field {field_name!r}")
+        return kwargs.get(field_name), field_name
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if missing(value):
+            return "n/a"
+        try:
+            return format(value, format_spec)
+        except (TypeError, ValueError):
+            return str(value)
+
+
+_FORMATTER = _SafeFormatter()
+
+
+def missing_names(values: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    return [name for name in names if missing(values.get(name))]
+
+
+def evaluate_rule(rule: RuleSpec, values: Mapping[str, Any]) -> Finding | Skipped | None:
+    absent = missing_names(values, rule.requires)
+    if absent:
+        return Skipped(rule.id, f"missing {', '.join(absent)}")
+    assert rule.condition is not None
+    filled = {**values, **{n: v for n, v in rule.defaults.items() if missing(values.get(n))}}
+    held = rule.condition.holds(filled)
+    if held is None:
+        return Skipped(rule.id, f"missing {', '.join(rule.condition.missing(filled))}")
+    if not held:
+        return None
+    recoverable = number(rule.impact.evaluate(filled)) if rule.impact is not None else None
+    recoverable = 0.0 if recoverable is None else min(max(recoverable, 0.0), 1.0)
+    share = values.get("time_share") or 0.0
+    return Finding(
+        rule=rule.id,
+        cause=rule.cause,
+        title=rule.title,
+        impact=share * recoverable,
+        recoverable=recoverable,
+        message=_FORMATTER.format(rule.message, **values),
+        fix=_FORMATTER.format(rule.fix, **values),
+        impact_basis=rule.impact_basis,
+        evidence=_evidence(rule, values, rule.condition.comparisons()),
+    )
+
+
+def _evidence(
+    rule: RuleSpec, values: Mapping[str, Any], comparisons: list[Comparison]
+) -> tuple[Evidence, ...]:
+    """The rule's evidence names, then every other metric its condition compared, each next to
+    its threshold."""
+    compared = {c.metric: c for c in comparisons}
+
+    def item(metric: str) -> Evidence:
+        c = compared.get(metric)
+        value = number(values.get(metric))
+        return Evidence(metric, value, c.op if c else "", c.threshold if c else None)
+
+    names = [*rule.evidence, *(m for m in compared if m not in rule.evidence)]
+    return tuple(item(m) for m in names)

@@ -1,0 +1,120 @@
+"""A timeline analysis's finding: its saving as a share of the device time that exists, and of
+the wall time of its NVTX range, with the details every timeline finding carries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+import pandas as pd
+
+from nsdiag.analysis.context import ProgramContext
+from nsdiag.analysis.diagnosis import Evidence, Finding
+from nsdiag.analysis.rulespec import RuleSpec, default_rules
+from nsdiag.analysis.timeline.nvtx import UNNAMED
+from nsdiag.analysis.timeline.view import TimelineView
+from nsdiag.model.session import Session
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What an analysis found on one device and NVTX range ("" outside ranges)."""
+
+    device: int
+    range: str
+    saved_ns: float
+    message: str
+    evidence: tuple[Evidence, ...]
+    details: Mapping[str, Any]
+
+
+def by_range(frame: pd.DataFrame) -> Iterator[tuple[int, str, pd.DataFrame]]:
+    """The frame's rows per device and NVTX range, in order of appearance."""
+    for key, group in frame.groupby(["device", "range"], sort=False):
+        device, name = cast(tuple[int, str], key)
+        yield int(device), str(name), group
+
+
+Drafter = Callable[[int, str, pd.DataFrame, float], Draft | None]
+
+
+def per_range(
+    rule: RuleSpec,
+    ctx: ProgramContext,
+    frame: pd.DataFrame,
+    saved_ns: Callable[[pd.DataFrame], float],
+    draft: Drafter,
+    min_impact: float,
+) -> list[Finding]:
+    """A finding per device and NVTX range of `frame` whose saving reaches the rule's
+    min_impact (`min_impact` where the rule sets none) and that `draft` describes (it returns
+    None for a range that is not a finding)."""
+    findings = []
+    for device, name, group in by_range(frame):
+        saved = saved_ns(group)
+        if worth_reporting(rule, ctx.view, saved, min_impact):
+            found = draft(device, name, group, saved)
+            if found is not None:
+                findings.append(make_finding(rule, ctx, found))
+    return findings
+
+
+def param(rule: RuleSpec, key: str, default: float) -> float:
+    return float(rule.params.get(key, default))
+
+
+def peer_params(cause: str) -> dict[str, float]:
+    """Another program rule's thresholds (the overlap analysis reuses the pinned-copy model)."""
+    return next(
+        (dict(r.params) for r in default_rules() if r.scope == "program" and r.cause == cause), {}
+    )
+
+
+def share(rule: RuleSpec, v: TimelineView, saved_ns: float, default: float) -> Evidence:
+    """The saving as a share of the device time, next to the rule's min_impact."""
+    return Evidence("impact", saved_ns / v.total_span_ns, ">=", param(rule, "min_impact", default))
+
+
+def worth_reporting(rule: RuleSpec, v: TimelineView, saved_ns: float, default: float) -> bool:
+    """Whether the saving reaches the rule's min_impact share of the device time."""
+    return not saved_ns / v.total_span_ns < param(rule, "min_impact", default)
+
+
+def range_wall_ns(session: Session, v: TimelineView, name: str, device: int) -> float:
+    """Wall time of a range: its NVTX instances' total, or the device span for unnamed work."""
+    nvtx = session.nvtx_ranges
+    if name != UNNAMED and len(nvtx):
+        total = float(nvtx.loc[nvtx["name"] == name, "duration_ns"].sum())
+        if total > 0:
+            return total
+    start, end = v.spans.get(device, (0, 0))
+    return float(end - start)
+
+
+def make_finding(rule: RuleSpec, ctx: ProgramContext, draft: Draft) -> Finding:
+    v = ctx.view
+    start, end = v.spans.get(draft.device, (0, 0))
+    wall = range_wall_ns(ctx.session, v, draft.range, draft.device)
+    impact = draft.saved_ns / v.total_span_ns if v.total_span_ns else 0.0
+    details = {
+        "device": int(draft.device),
+        "span_ns": v.total_span_ns,
+        "device_span_ns": float(end - start),
+        "range_wall_ns": wall,
+        **draft.details,
+    }
+    return Finding(
+        rule=rule.id,
+        cause=rule.cause,
+        title=rule.title,
+        impact=min(impact, 1.0),
+        recoverable=min(draft.saved_ns / wall, 1.0) if wall else 0.0,
+        message=draft.message,
+        fix=rule.fix,
+        impact_basis=rule.impact_basis,
+        evidence=draft.evidence,
+        range=draft.range or None,
+        saved_ns=float(draft.saved_ns),
+        details=details,
+    )

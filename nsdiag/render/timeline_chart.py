@@ -1,0 +1,219 @@
+"""The timeline chart: GPU busy % over time, activity lanes per stream and NVTX range lanes.
+
+A pure function from the Session's timeline tables to a plotly figure. Kernel and NVTX names
+come from the profiled program, so they go through `fmt.plotly_text` (plotly renders hover and
+tick text as HTML).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from nsdiag.model.intervals import covered_fraction, merge_ids
+from nsdiag.model.names import short_name
+from nsdiag.model.values import missing
+from nsdiag.render import fmt
+from nsdiag.render.charts import KIND_COLORS, axis, layout
+
+
+def _segments(frame: pd.DataFrame, cap: int) -> pd.DataFrame:
+    """Merge a lane's activities into at most `cap` segments (exact when there are few)."""
+    frame = frame.sort_values("start_ns", kind="stable")
+    starts, ends = frame["start_ns"].to_numpy(float), frame["end_ns"].to_numpy(float)
+    span = float(ends.max() - starts.min()) if len(frame) else 0.0
+    gap, groups = -1.0, np.arange(len(frame))
+    while len(frame) > cap and groups.max(initial=0) + 1 > cap:
+        gap = span / cap if gap <= 0 else gap * 2
+        groups = merge_ids(starts, ends, gap)
+    frame = frame.assign(_g=groups, _busy=ends - starts).reset_index(drop=True)
+    grouped = frame.groupby("_g", sort=True)
+    agg = grouped.agg(
+        start_ns=("start_ns", "min"),
+        end_ns=("end_ns", "max"),
+        count=("start_ns", "size"),
+        busy_ns=("_busy", "sum"),
+    )
+    agg["name"] = frame.loc[grouped["_busy"].idxmax().to_numpy(), "name"].to_numpy()
+    return agg.reset_index(drop=True)
+
+
+def _short(names: pd.Series) -> pd.Series:
+    """Readable kernel names (computed once per distinct name)."""
+    names = names.fillna("").astype(str)
+    return names.map({n: short_name(n) for n in names.unique()})
+
+
+def busy_time(activities: pd.DataFrame) -> tuple[float, float]:
+    """(span, busy) of a timeline in ns: first start to last end, and the union of activity time."""
+    acts = activities.dropna(subset=["start_ns", "end_ns"])
+    if acts.empty:
+        return 0.0, 0.0
+    t0, t1 = float(acts["start_ns"].min()), float(acts["end_ns"].max())
+    if t1 <= t0:
+        return 0.0, 0.0
+    fraction = covered_fraction(
+        acts["start_ns"].to_numpy(float), acts["end_ns"].to_numpy(float), np.array([t0, t1])
+    )
+    return t1 - t0, float(fraction[0]) * (t1 - t0)
+
+
+def _lane(row_kind: str, stream: Any) -> str:
+    label = "kernels" if row_kind == "kernel" else "copies"
+    return f"stream {fmt.plotly_text(stream)} · {label}"
+
+
+def timeline(
+    activities: pd.DataFrame,
+    nvtx: pd.DataFrame | None = None,
+    max_segments: int = 3000,
+    bins: int = 400,
+) -> go.Figure | None:
+    """GPU busy % over time, activity lanes per stream (kernels, copies) and NVTX range lanes.
+
+    Activities are merged into at most `max_segments` bars (nearby activities of one lane become
+    one bar whose hover says how many it holds), so a long trace stays a small file.
+    """
+    if activities is None or activities.empty:
+        return None
+    acts = _activity_lanes(activities)
+    if acts.empty:
+        return None
+    ranges = _range_lanes(nvtx)
+    t0 = float(min(acts["start_ns"].min(), ranges["start_ns"].min() if len(ranges) else math.inf))
+    t1 = float(max(acts["end_ns"].max(), ranges["end_ns"].max() if len(ranges) else -math.inf))
+    lanes = sorted(acts["lane"].unique(), key=_lane_key) + sorted(
+        ranges["lane"].unique() if len(ranges) else []
+    )
+    fig = _timeline_figure(len(lanes))
+    _add_busy(fig, acts, np.linspace(t0, t1 if t1 > t0 else t0 + 1, bins + 1))
+    per_lane = max(max_segments // max(len(lanes), 1), 20)
+    for kind, frame in [
+        *acts.groupby("kind", sort=False),
+        *(ranges.groupby("kind") if len(ranges) else []),
+    ]:
+        _add_bars(fig, str(kind), frame, per_lane, t0)
+    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(lanes)), row=2, col=1)
+    return fig
+
+
+def _activity_lanes(activities: pd.DataFrame) -> pd.DataFrame:
+    """GPU activities with a kind (kernel, memcpy, memset, other), a short name and a lane."""
+    acts = activities.dropna(subset=["start_ns", "end_ns"]).copy()
+    acts["kind"] = (
+        acts["kind"].astype(str).where(acts["kind"].isin(["kernel", "memcpy", "memset"]), "other")
+    )
+    acts["name"] = _short(acts["name"]) if "name" in acts else ""
+    streams = acts["stream"] if "stream" in acts else pd.Series("?", index=acts.index)
+    acts["lane"] = [_lane(k, s) for k, s in zip(acts["kind"], streams, strict=True)]
+    return acts
+
+
+def _range_lanes(nvtx: pd.DataFrame | None) -> pd.DataFrame:
+    """NVTX ranges, one lane per nesting depth."""
+    if nvtx is None or nvtx.empty:
+        return pd.DataFrame()
+    ranges = nvtx.dropna(subset=["start_ns", "end_ns"]).copy()
+    depth = ranges["depth"] if "depth" in ranges else pd.Series(0, index=ranges.index)
+    ranges["lane"] = [
+        "NVTX" if missing(d) or int(d) == 0 else f"NVTX depth {int(d)}" for d in depth
+    ]
+    ranges["kind"] = "nvtx"
+    ranges["name"] = ranges["name"].fillna("").astype(str)
+    return ranges
+
+
+def _add_busy(fig: go.Figure, acts: pd.DataFrame, edges: np.ndarray) -> None:
+    """The top panel: the share of each time bin in which the GPU ran anything."""
+    t0 = float(edges[0])
+    busy = covered_fraction(acts["start_ns"].to_numpy(float), acts["end_ns"].to_numpy(float), edges)
+    fig.add_trace(
+        go.Scatter(
+            x=(edges[:-1] - t0) / 1e6,
+            y=busy * 100,
+            mode="lines",
+            line_shape="hv",
+            fill="tozeroy",
+            name="GPU busy",
+            line={"color": "#3b7dd8", "width": 1},
+            hovertemplate="%{x:.3f} ms: %{y:.0f}% busy<extra></extra>",
+        ),
+        row=1,
+        col=1,
+    )
+
+
+def _add_bars(fig: go.Figure, kind: str, frame: pd.DataFrame, per_lane: int, t0: float) -> None:
+    """One bar trace for a kind of activity, each lane merged to at most `per_lane` bars."""
+    parts = [
+        _segments(f, per_lane).assign(lane=lane) for lane, f in frame.groupby("lane", sort=False)
+    ]
+    seg = pd.concat(parts, ignore_index=True)
+    fig.add_trace(
+        go.Bar(
+            base=(seg["start_ns"] - t0) / 1e6,
+            x=(seg["end_ns"] - seg["start_ns"]).clip(lower=0) / 1e6,
+            y=seg["lane"],
+            orientation="h",
+            name=kind,
+            marker={"color": KIND_COLORS.get(kind, "#999")},
+            hovertext=[_segment_hover(r, t0) for r in seg.itertuples()],
+            hoverinfo="text",
+            text=[fmt.plotly_text(n) for n in seg["name"]] if kind == "nvtx" else None,
+            textposition="inside",
+            insidetextanchor="middle",
+            textfont={"color": "#fff"},
+        ),
+        row=2,
+        col=1,
+    )
+
+
+def _lane_key(lane: str) -> tuple[float, str]:
+    """Streams in numeric order, kernels before copies within a stream."""
+    stream = lane.split(" · ")[0].removeprefix("stream ")
+    try:
+        return (float(stream), lane)
+    except ValueError:
+        return (math.inf, lane)
+
+
+def _timeline_figure(n_lanes: int) -> go.Figure:
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=0.04,
+        row_heights=[0.25, 0.75] if n_lanes > 2 else [0.4, 0.6],
+    )
+    fig.update_layout(
+        **layout(
+            180 + 34 * n_lanes,
+            barmode="overlay",
+            bargap=0.2,
+            legend={"orientation": "h", "y": 1.08, "x": 0},
+            margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        )
+    )
+    fig.update_xaxes(**axis(), row=1, col=1)
+    fig.update_xaxes(**axis(title="time (ms)"), row=2, col=1)
+    fig.update_yaxes(**axis(title="busy %", range=[0, 105]), row=1, col=1)
+    fig.update_yaxes(**axis(), row=2, col=1)
+    return fig
+
+
+def _segment_hover(row: Any, t0: float) -> str:
+    name = fmt.plotly_text(row.name)
+    when = f"at {(row.start_ns - t0) / 1e6:.3f} ms, {fmt.time_ns(row.end_ns - row.start_ns)}"
+    if row.count == 1:
+        return f"<b>{name}</b><br>{when}"
+    return (
+        f"<b>{row.count} activities</b> merged to keep the report small (longest: {name})"
+        f"<br>{when}, busy {fmt.time_ns(row.busy_ns)}"
+    )
