@@ -24,7 +24,8 @@ RECORDING = Path(__file__).resolve().parents[1] / "tests/data/calib/raw.csv.gz"
 
 
 def build(target: Path, launches: int) -> None:
-    lines = gzip.open(RECORDING, "rt").read().splitlines()
+    with gzip.open(RECORDING, "rt") as recording:
+        lines = recording.read().splitlines()
     header, units, rows = lines[0], lines[1], lines[2:]
     with target.open("w") as out:
         out.write(header + "\n" + units + "\n")

@@ -246,31 +246,38 @@ def stage_summary(args: argparse.Namespace) -> int:
         "differences": [r for r in rows if not r["agree"]],
     }
     print(
-        f"workload {targeted['workload']}: {targeted['launches']} kernel launches in the profiled step"
+        f"workload {targeted['workload']}: {targeted['launches']} kernel launches "
+        "in the profiled step"
     )
     print(
-        f"plan: {targeted['signatures_chosen']} signatures chosen, {targeted['planned_launches']} launches planned "
-        f"({targeted['planned_share']:.1%} of GPU time), {targeted['runs']} ncu run(s), {targeted['profiled']} profiled"
+        f"plan: {targeted['signatures_chosen']} signatures chosen, "
+        f"{targeted['planned_launches']} launches planned "
+        f"({targeted['planned_share']:.1%} of GPU time), {targeted['runs']} ncu run(s), "
+        f"{targeted['profiled']} profiled"
     )
     print(f"plain run                       {t_plain:8.1f} s")
     print(f"nsdiag profile (targeted)       {t_targeted:8.1f} s   steps: {targeted['steps_s']}")
     print(
-        f"ncu --set full, every launch    {t_full:8.1f} s   ({full_launches} launches in {len(slices)} slice(s), "
+        f"ncu --set full, every launch    {t_full:8.1f} s   "
+        f"({full_launches} launches in {len(slices)} slice(s), "
         f"{figures['full_s_per_launch']:.2f} s per launch)"
     )
     print(f"ratio full / targeted           {figures['ratio']:8.1f} x")
     print(
-        f"verdicts (bound/limiter) agree for {figures['agree']} of {figures['compared']} signatures compared "
+        f"verdicts (bound/limiter) agree for {figures['agree']} of {figures['compared']} "
+        "signatures compared "
         f"({figures['targeted_signatures']} in the targeted session)"
     )
     print(
-        f"  of the {figures['planned_compared']} signatures the plan chose for coverage: {figures['planned_agree']} agree; "
+        f"  of the {figures['planned_compared']} signatures the plan chose for coverage: "
+        f"{figures['planned_agree']} agree; "
         f"bound alone agrees for {figures['bound_agree']} of {figures['compared']}"
     )
     for d in figures["differences"]:
         flagged = [side for side, close in d["close_call"].items() if close]
         print(
-            f"  differs{' (planned)' if d['planned'] else ''}: {d['kernel'][:90]} {d['grid']} {d['block']}: "
+            f"  differs{' (planned)' if d['planned'] else ''}: "
+            f"{d['kernel'][:90]} {d['grid']} {d['block']}: "
             f"targeted {d['targeted']}, full {d['full']}; "
             + (
                 f"called a close call by {' and '.join(flagged)}"

@@ -1,4 +1,4 @@
-"""Find the data folders (rules/, templates/, reference_kernels/) in a wheel or a source checkout."""
+"""Find the data folders (rules/, templates/, reference_kernels/) in a wheel or a checkout."""
 
 from __future__ import annotations
 

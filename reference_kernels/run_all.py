@@ -164,7 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             torch.cuda.synchronize()
             ms = (time.perf_counter() - start) * 1e3
             print(
-                f"{'copy_ceiling':16s} {args.copy_mib:>10d} MiB  {ms:9.3f} ms (memcpy + float4 kernel)",
+                f"{'copy_ceiling':16s} {args.copy_mib:>10d} MiB  {ms:9.3f} ms "
+                "(memcpy + float4 kernel)",
                 flush=True,
             )
     finally:

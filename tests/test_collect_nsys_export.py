@@ -11,6 +11,7 @@ import pytest
 
 from nsdiag import load
 from nsdiag.collect import nsys_export
+from nsdiag.collect.argv import nsys_export_sqlite
 from nsdiag.errors import MissingDependencyError
 from nsdiag.readers import nsys_rep, reader_for
 
@@ -19,16 +20,17 @@ def test_export_argv_is_a_list_and_missing_nsys_says_how_to_export(
     tmp_path: Path, monkeypatch
 ) -> None:
     nsys = tmp_path / "bin dir" / "nsys"
-    argv = nsys_export.export_argv(nsys, tmp_path / "my report.nsys-rep", tmp_path / "out.sqlite")
+    # The one export command line (collect/argv.py), a list: paths with spaces stay one argument.
+    argv = nsys_export_sqlite(nsys, tmp_path / "my report.nsys-rep", tmp_path / "out.sqlite")
     assert argv == [
         str(nsys),
         "export",
         "--type",
         "sqlite",
-        "-o",
-        str(tmp_path / "out.sqlite"),
         "-f",
         "true",
+        "-o",
+        str(tmp_path / "out.sqlite"),
         str(tmp_path / "my report.nsys-rep"),
     ]
     from nsdiag.collect import tools
@@ -53,9 +55,9 @@ def test_nsys_rep_is_exported_with_the_nsys_found(
     export.write_bytes(gzip.decompress((data_dir / "nsys" / "sync_heavy.sqlite.gz").read_bytes()))
     fake = tmp_path / "fake nsys"
     fake.write_text(
-        f"#!/bin/sh\n# args: export --type sqlite -o OUT -f true REP (or --version)\n"
+        f"#!/bin/sh\n# args: export --type sqlite -f true -o OUT REP (or --version)\n"
         '[ "$1" = --version ] && echo "NVIDIA Nsight Systems version 2025.3.1.0" && exit 0\n'
-        f'cp "{export}" "$5"\n'
+        f'cp "{export}" "$7"\n'
     )
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("NSYS", str(fake))

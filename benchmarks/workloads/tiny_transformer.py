@@ -69,7 +69,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--foreach",
         action="store_true",
-        help="AdamW's multi-tensor update (PyTorch's default on CUDA): a few launches instead of ~8 per parameter",
+        help="AdamW's multi-tensor update (PyTorch's default on CUDA): "
+        "a few launches instead of ~8 per parameter",
     )
     return p.parse_args()
 
@@ -109,9 +110,11 @@ def main() -> None:
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()
     params = sum(p.numel() for p in model.parameters())
+    step_ms = 1e3 * (time.perf_counter() - start)
     print(
-        f"tiny_transformer: {args.layers} layers, width {args.width}, {params / 1e6:.1f} M parameters, "
-        f"batch {args.batch}x{args.seq}, {args.dtype}: loss {loss:.3f}, step {1e3 * (time.perf_counter() - start):.1f} ms",
+        f"tiny_transformer: {args.layers} layers, width {args.width}, "
+        f"{params / 1e6:.1f} M parameters, batch {args.batch}x{args.seq}, {args.dtype}: "
+        f"loss {loss:.3f}, step {step_ms:.1f} ms",
         flush=True,
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from nsdiag.collect.argv import nsys_export_sqlite
 from nsdiag.collect.tools import find_optional
 from nsdiag.errors import InputError, MissingDependencyError, ProfilerError
 
@@ -22,11 +23,6 @@ def find_nsys() -> Path | None:
     return tool.path if tool is not None else None
 
 
-def export_argv(nsys: Path, report: Path, output: Path) -> list[str]:
-    """The export command line (a list: paths with spaces need no quoting)."""
-    return [str(nsys), "export", "--type", "sqlite", "-o", str(output), "-f", "true", str(report)]
-
-
 def export_sqlite(report: Path, output: Path, timeout_s: float = 600.0) -> Path:
     """Run `nsys export` on `report`, writing the SQLite database to `output`."""
     if not report.is_file():
@@ -39,7 +35,7 @@ def export_sqlite(report: Path, output: Path, timeout_s: float = 600.0) -> Path:
         )
     try:
         done = subprocess.run(
-            export_argv(nsys, report, output),
+            nsys_export_sqlite(nsys, report, output),
             capture_output=True,
             text=True,
             timeout=timeout_s,

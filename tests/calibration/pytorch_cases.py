@@ -170,7 +170,9 @@ def make_layout_cases():
     # load_state_dict copies values in place; re-assert the intended weight layouts.
     net_cl.to(memory_format=torch.channels_last)
 
-    w = lambda net: fmt(net.convs[0].weight)
+    def w(net):
+        return fmt(net.convs[0].weight)
+
     log(
         "layout-conversion: input %s fp16; weights: mixed=%s, channels_last=%s, nchw=%s"
         % (tuple(x_nchw.shape), w(net_mixed), w(net_cl), w(net_nchw))
@@ -255,8 +257,8 @@ def main(argv):
         ref = outs["tc_unused_fp32_sgemm"]
         rel = ((outs["tc_used_bf16_gemm"].float() - ref).norm() / ref.norm()).item()
         log(
-            "gemm check: relative error of bf16 vs fp32 = %.3g (bf16 input rounding: ~1e-3..1e-2 expected)"
-            % rel
+            "gemm check: relative error of bf16 vs fp32 = %.3g "
+            "(bf16 input rounding: ~1e-3..1e-2 expected)" % rel
         )
     log("pytorch_cases: done (%d variants, %s)" % (len(results), time.strftime("%H:%M:%S")))
     return 0

@@ -1,7 +1,9 @@
 """Timeline (Nsight Systems) calibration cases for nsdiag.
 
-    nsys profile -t cuda,nvtx,osrt -f true -o timeline_tiny python tests/calibration/timeline_cases.py tiny-burst
-    nsys profile -t cuda,nvtx,osrt -f true -o timeline_sync python tests/calibration/timeline_cases.py sync-heavy
+    nsys profile -t cuda,nvtx,osrt -f true -o timeline_tiny \
+        python tests/calibration/timeline_cases.py tiny-burst
+    nsys profile -t cuda,nvtx,osrt -f true -o timeline_sync \
+        python tests/calibration/timeline_cases.py sync-heavy
     python tests/calibration/timeline_cases.py [tiny-burst] [sync-heavy]   # default: both
 
 tiny-burst
@@ -74,7 +76,8 @@ def tiny_burst():
     t_batch = wall(batched)
     ok = float(x[0].item()) == N_TINY and float(y.sum().item()) == N_TINY * ELEMS
     print(
-        "tiny-burst: tiny_burst %d launches x %d elems: %.2f ms; batched 1 launch %dx%d: %.3f ms; %s"
+        "tiny-burst: tiny_burst %d launches x %d elems: %.2f ms; "
+        "batched 1 launch %dx%d: %.3f ms; %s"
         % (N_TINY, ELEMS, t_burst, N_TINY, ELEMS, t_batch, "values OK" if ok else "VALUES WRONG"),
         flush=True,
     )

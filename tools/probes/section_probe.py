@@ -1,4 +1,4 @@
-"""Five identical elementwise launches inside cudaProfilerStart/Stop (tools/probes/probe_sections.sh)."""
+"""Five identical elementwise launches inside cudaProfilerStart/Stop (probe_sections.sh)."""
 
 import torch
 
