@@ -1060,6 +1060,17 @@ def test_nvjet_cluster_is_the_launched_cluster() -> None:
         assert math.prod(parse_kernel_name(name).cluster or ()) == launched, name
 
 
+def test_nvjet_mainloop_buffers_fit_the_shared_memory() -> None:
+    """(M + N) x K x 2 bytes x stages: tile and stages read as CUTLASS's `MxN_KxS` fit in the
+    dynamic shared memory of every recorded nvjet kernel (16-bit inputs)."""
+    for name, m in _measured().items():
+        facts = parse_kernel_name(name)
+        if facts.scheme == "nvjet" and facts.tile and facts.stages:
+            tm, tn, tk = facts.tile
+            buffers = (tm + tn) * tk * 2 * facts.stages
+            assert buffers <= m["launch__shared_mem_per_block_dynamic"] < buffers + 64 * 1024, name
+
+
 def test_xmma_warps_give_the_block_size() -> None:
     checked = 0
     for name, m in _measured().items():
