@@ -31,7 +31,7 @@ from nsdiag.model.tensor_peaks import (
 DATA = Path(__file__).parent / "data"
 #: ncu --csv --page raw --print-units base exports recorded on the H200 (cc 9.0, 132 SMs)
 H200_RECORDINGS = (
-    DATA / "tensor_peaks" / "gemm_shapes.raw.csv.gz",
+    DATA / "programs" / "gemm_shapes.raw.csv.gz",
     DATA / "torch_cases" / "raw.csv.gz",
 )
 
