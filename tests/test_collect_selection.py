@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from nsdiag.collect import (
-    selection,
-    signatures,
-)
+from nsdiag.collect import selection
+from nsdiag.model import launches as signatures
 from tests.conftest import (
     STEP,
 )

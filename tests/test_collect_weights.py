@@ -7,11 +7,8 @@ import pandas as pd
 import pytest
 
 import nsdiag
-from nsdiag.collect import (
-    plan,
-    rounds,
-    signatures,
-)
+from nsdiag.collect import plan, rounds
+from nsdiag.model import launches as signatures
 from tests.conftest import (
     G1,
     G2,

@@ -15,8 +15,9 @@ import pytest
 import nsdiag
 from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
-from nsdiag.collect import metric_set, plan, rounds, session_dir, signatures
+from nsdiag.collect import metric_set, plan, rounds, session_dir
 from nsdiag.collect.weights import timeline_weights
+from nsdiag.model import launches as signatures
 from nsdiag.model import names
 from nsdiag.model.catalogue import CATALOGUE
 from nsdiag.readers.merge import merge_sessions

@@ -13,8 +13,8 @@ from nsdiag.collect.exports import csv_for
 from nsdiag.collect.nvtx_filter import in_nvtx_range
 from nsdiag.collect.rounds import SECONDS_PER_LAUNCH
 from nsdiag.collect.run_state import RunState
-from nsdiag.collect.signatures import kernel_launches
 from nsdiag.errors import NsdiagError, ProfilerError
+from nsdiag.model.launches import kernel_launches
 from nsdiag.model.names import function_name
 
 

@@ -24,7 +24,7 @@ from nsdiag.collect.rounds import (
     round_s,
 )
 from nsdiag.collect.selection import choose
-from nsdiag.collect.signatures import (
+from nsdiag.model.launches import (
     VARIANT_RATIO,
     Signature,
     kernel_launches,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from nsdiag.collect.signatures import Signature
+from nsdiag.model.launches import Signature
 
 # Verified on the H200 with ncu 2025.3.1 (tools/probes/probe_ncu_filters.sh): per-launch-config
 # counts launches per (kernel name in the chosen name base, launch configuration), and launches

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from nsdiag.collect.signatures import Signature
+from nsdiag.model.launches import Signature
 
 
 def _firsts_of_shape(sigs: Sequence[Signature]) -> dict[tuple[str, str, str], Signature]:

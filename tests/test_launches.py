@@ -1,10 +1,8 @@
-"""Phase 1's launches grouped into kernel signatures (collect/signatures.py)."""
+"""Phase 1's launches grouped into kernel signatures (model/launches.py)."""
 
 from __future__ import annotations
 
-from nsdiag.collect import (
-    signatures,
-)
+from nsdiag.model import launches as signatures
 from tests.conftest import (
     G1,
     G2,

@@ -1,4 +1,5 @@
-"""Phase 1's kernel launches grouped into signatures: what the plan chooses among.
+"""A timeline's kernel launches grouped into signatures: what phase 2's plan chooses among, and
+what profiled kernels are matched back to (model/matching.py).
 
 A signature is a kernel name + grid + block, ranked by total GPU time. Launches of one signature
 whose durations fall in separate groups (a GEMM kernel reused for several K) are kept apart as
