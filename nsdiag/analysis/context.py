@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis
+from nsdiag.analysis.region import Region
 from nsdiag.analysis.roofline import MeasuredCeiling
 from nsdiag.model.session import Session
 
@@ -18,15 +19,20 @@ if TYPE_CHECKING:  # the timeline analyses import this module
 
 @dataclass(frozen=True)
 class ProgramContext:
-    """One diagnosis's inputs to the program analyses. What they will share next (the analysed
-    region, detected iterations) becomes a field here, filled in engine.diagnose."""
+    """One diagnosis's inputs to the program analyses, built once in engine.diagnose."""
 
-    session: Session
-    derived: pd.DataFrame  # one row per profiled launch, with the derived metrics
+    session: Session  # the analysed region's part of the session (scope.restrict)
+    derived: pd.DataFrame  # one row per profiled launch in the region, with the derived metrics
     kernels: Sequence[KernelDiagnosis]  # per signature, longest first
-    total_gpu_time_ns: float  # of the kernel signatures (ncu data)
+    total_gpu_time_ns: float  # of the kernel signatures (ncu data), in the region
     timeline: TimelineView | None  # prepared once, when the session has a timeline
     measured_dram_ceiling: MeasuredCeiling | None
+    region: Region | None = None  # the analysed region (None: no timeline)
+    wall_ns: float = 0.0  # the currency's denominator: the region's wall time, else GPU time
+
+    @property
+    def iterations(self) -> int:
+        return len(self.region.iterations) if self.region is not None else 0
 
     @property
     def view(self) -> TimelineView:

@@ -2,7 +2,12 @@
 
 Records serialise themselves (`to_json`) into the schema of docs/diagnosis.schema.json; the
 names inside the code may differ from the JSON's (a kernel's `total_duration_ns` is the JSON's
-`duration_ns`), the JSON may not change.
+`duration_ns`).
+
+One currency: every finding, kernel or program, carries `saved_ns`, the time its fix would save
+in the analysed region (None when nothing defensible can be said), and `impact`, that saving as
+a share of the region's wall time (of the profiled GPU time when there is no timeline). Findings
+of every kind are ranked on `saved_ns`.
 """
 
 from __future__ import annotations
@@ -12,9 +17,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nsdiag.analysis.region import Region
 from nsdiag.analysis.roofline import MeasuredCeiling, RooflinePosition
+from nsdiag.analysis.startup import Startup
 
-SCHEMA = "nsdiag.diagnosis/1"
+# What a finding's saving is computed from.
+ESTIMATES = ("metrics", "timeline", "names", "none")
+
+SCHEMA = "nsdiag.diagnosis/2"
 
 
 @dataclass(frozen=True)
@@ -43,33 +53,51 @@ class FusionChain:
         return {"chain": list(self.kernels), "occurrences": self.occurrences}
 
 
+def share_of(saved_ns: float | None, wall_ns: float) -> float | None:
+    """A saving as a share of the region's wall time (None: no estimate)."""
+    if saved_ns is None:
+        return None
+    return min(saved_ns / wall_ns, 1.0) if wall_ns > 0 else 0.0
+
+
 @dataclass(frozen=True)
 class Finding:
     rule: str
     cause: str
     title: str
-    impact: float  # fraction of the program's GPU time a fix could save
-    recoverable: float  # fraction of this kernel's (or range's) time a fix could save
+    impact: float | None  # saved_ns as a share of the region's wall time; None: no estimate
+    recoverable: float | None  # fraction of this kernel's (or range's) time a fix could save
     message: str
     fix: str
     impact_basis: str = ""
     evidence: tuple[Evidence, ...] = ()
     kernel: str | None = None  # signature name, for program findings that point at kernels
     range: str | None = None  # NVTX range, for program findings
-    saved_ns: float | None = None
+    saved_ns: float | None = None  # time the fix would save in the analysed region
     details: Mapping[str, Any] | FusionChain = field(default_factory=dict)
+    estimate: str = "metrics"  # one of ESTIMATES
+
+    @property
+    def rank_key(self) -> tuple[float, str]:
+        """Most time saved first; findings with no estimate last."""
+        return (-(self.saved_ns if self.saved_ns is not None else -1.0), self.rule)
 
     @property
     def chain(self) -> tuple[str, ...]:
         """The kernels of a fusion chain, in order; empty for other findings."""
         return self.details.kernels if isinstance(self.details, FusionChain) else ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, iterations: int = 0) -> dict[str, Any]:
         out: dict[str, Any] = {
             "rule": self.rule,
             "cause": self.cause,
             "title": self.title,
+            "saved_ns": _num(self.saved_ns),
+            "saved_per_iteration_ns": _num(self.saved_ns / iterations)
+            if iterations and self.saved_ns is not None
+            else None,
             "impact": _num(self.impact),
+            "estimate": self.estimate,
             "recoverable": _num(self.recoverable),
             "evidence": {e.metric: _num(e.value) for e in self.evidence},
             "thresholds": {
@@ -81,8 +109,6 @@ class Finding:
         }
         if self.kernel is not None:
             out["kernel"] = self.kernel
-        if self.saved_ns is not None:
-            out["saved_ns"] = _num(self.saved_ns)
         details = self.details.to_json() if isinstance(self.details, FusionChain) else self.details
         if details:
             out["details"] = dict(details)
@@ -165,7 +191,9 @@ class KernelDiagnosis:
         """Mean launch: the total over the launches."""
         return self.total_duration_ns / max(self.launches, 1)
 
-    def to_json(self, ceiling: MeasuredCeiling | None = None) -> dict[str, Any]:
+    def to_json(
+        self, ceiling: MeasuredCeiling | None = None, iterations: int = 0
+    ) -> dict[str, Any]:
         return {
             "id": self.id,
             "name": self.name,
@@ -183,7 +211,7 @@ class KernelDiagnosis:
             "close_call": self.close_call,
             "roofline": clean(self.roofline.to_json(ceiling)),
             "metrics": clean(self.metrics),
-            "findings": [f.to_json() for f in self.findings],
+            "findings": [f.to_json(iterations) for f in self.findings],
             "ncu_rules": [r.to_json() for r in self.ncu_rules],
         }
 
@@ -191,20 +219,29 @@ class KernelDiagnosis:
 @dataclass(frozen=True)
 class Diagnosis:
     device: Mapping[str, Any]
-    total_gpu_time_ns: float
+    total_gpu_time_ns: float  # profiled kernels' GPU time (in the region, where there is one)
     kernels: Sequence[KernelDiagnosis]
     program_findings: Sequence[Finding]
     skipped_rules: Sequence[Skipped]
     meta: Mapping[str, Any] = field(default_factory=dict)  # sources, launches, provenance
     measured_dram_ceiling: MeasuredCeiling | None = None
     timeline: TimelineSummary | None = None
+    region: Region | None = None  # the analysed part of the timeline (None: no timeline)
+    startup: Startup | None = None  # what ran before the region, never ranked
+    wall_ns: float = 0.0  # the currency's denominator: the region's wall time, else GPU time
+    kernels_outside_region: int = 0  # profiled signatures that ran only outside the region
+
+    @property
+    def iterations(self) -> int:
+        return len(self.region.iterations) if self.region is not None else 0
 
     def top_findings(self, n: int = 5) -> list[tuple[KernelDiagnosis | None, Finding]]:
+        """Findings of every kind, most time saved in the region first."""
         pairs: list[tuple[KernelDiagnosis | None, Finding]] = [
             (k, f) for k in self.kernels for f in k.findings
         ]
         pairs += [(None, f) for f in self.program_findings]
-        return sorted(pairs, key=lambda p: -p[1].impact)[:n]
+        return sorted(pairs, key=lambda p: p[1].rank_key)[:n]
 
     def to_json(self) -> dict[str, Any]:
         meta = dict(self.meta)
@@ -212,13 +249,18 @@ class Diagnosis:
             meta["measured_dram_ceiling"] = self.measured_dram_ceiling.to_json()
         if self.timeline is not None:
             meta["timeline"] = self.timeline.to_json()
+        n = self.iterations
         return {
             "schema": SCHEMA,
             "device": dict(self.device),
             "total_gpu_time_ns": _num(self.total_gpu_time_ns),
-            "kernels": [k.to_json(self.measured_dram_ceiling) for k in self.kernels],
+            "wall_ns": _num(self.wall_ns),
+            "region": clean(self.region.to_json()) if self.region is not None else None,
+            "startup": clean(self.startup.to_json()) if self.startup is not None else None,
+            "kernels_outside_region": self.kernels_outside_region,
+            "kernels": [k.to_json(self.measured_dram_ceiling, n) for k in self.kernels],
             # Program findings always carry "range" (null when outside every NVTX range).
-            "program_findings": [{**f.to_json(), "range": f.range} for f in self.program_findings],
+            "program_findings": [{**f.to_json(n), "range": f.range} for f in self.program_findings],
             "skipped_rules": [s.to_json() for s in self.skipped_rules],
             "meta": clean(meta),
         }

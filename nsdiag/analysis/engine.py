@@ -1,4 +1,5 @@
-"""Run the diagnosis: per-signature verdicts, roofline, rule findings, program findings."""
+"""Run the diagnosis: the analysed region, per-signature verdicts, roofline, rule findings,
+program findings, all ranked in one currency (the time a fix saves in the region)."""
 
 from __future__ import annotations
 
@@ -12,33 +13,52 @@ from nsdiag.analysis.derived import add_derived
 from nsdiag.analysis.diagnosis import Diagnosis, Skipped, TimelineSummary
 from nsdiag.analysis.kernel_diagnosis import KernelInputs, diagnose_kernel
 from nsdiag.analysis.program import needs_timeline, program_findings
+from nsdiag.analysis.region import Region, choose_region
 from nsdiag.analysis.roofline import measured_dram_ceiling
 from nsdiag.analysis.rulespec import RuleSpec, default_rules
+from nsdiag.analysis.scope import RegionKernels, restrict, weigh_by_region
 from nsdiag.analysis.signatures import aggregate
-from nsdiag.analysis.timeline.view import prepare
+from nsdiag.analysis.startup import summarise
+from nsdiag.analysis.timeline.view import TimelineView, prepare
 from nsdiag.model.session import Session
 from nsdiag.model.tables import records
 
 
-def diagnose(session: Session, rules: Iterable[RuleSpec] | None = None) -> Diagnosis:
+def diagnose(
+    session: Session, rules: Iterable[RuleSpec] | None = None, region: str = "auto"
+) -> Diagnosis:
+    """`region`: how to choose the analysed part of the timeline (analysis/region.py): `auto`,
+    `all`, `nvtx:NAME` or `START:END` in ms."""
     rules = list(rules) if rules is not None else list(default_rules())
     kernel_rules = [r for r in rules if r.scope == "kernel"]
     program_rules = [r for r in rules if r.scope == "program"]
-    derived = add_derived(session.kernels) if session.has_kernels() else session.kernels
+    chosen = (
+        choose_region(session.timeline, session.api_calls, session.nvtx_ranges, region)
+        if session.has_timeline()
+        else None
+    )
+    scoped = restrict(session, chosen) if chosen is not None else session
+    profiled = (
+        weigh_by_region(session.kernels, scoped.timeline)
+        if chosen is not None and session.has_kernels()
+        else RegionKernels(session.kernels, 0, False)
+    )
+    derived = add_derived(profiled.kernels) if session.has_kernels() else session.kernels
     signatures = aggregate(derived) if session.has_kernels() else pd.DataFrame()
     total_ns = float(signatures["total_duration_ns"].sum()) if len(signatures) else 0.0
+    wall_ns = float(chosen.wall_ns) if chosen is not None else total_ns
     ceiling = measured_dram_ceiling(derived) if session.has_kernels() else None
-    inputs = KernelInputs(session, kernel_rules, total_ns, ceiling)
+    inputs = KernelInputs(session, kernel_rules, total_ns, ceiling, wall_ns)
     kernels = [diagnose_kernel(index, row, inputs) for index, row in enumerate(records(signatures))]
     ctx = ProgramContext(
-        session=session,
+        session=scoped,
         derived=derived,
         kernels=tuple(kernels),
         total_gpu_time_ns=total_ns,
-        timeline=prepare(session)
-        if session.has_timeline() and needs_timeline(program_rules)
-        else None,
+        timeline=_view(scoped, chosen) if needs_timeline(program_rules) else None,
         measured_dram_ceiling=ceiling,
+        region=chosen,
+        wall_ns=wall_ns,
     )
     program, program_skips = program_findings(ctx, program_rules)
     skipped = [s for k in kernels for s in k.skipped] + program_skips
@@ -55,7 +75,19 @@ def diagnose(session: Session, rules: Iterable[RuleSpec] | None = None) -> Diagn
         },
         measured_dram_ceiling=ceiling,
         timeline=_timeline_summary(session.timeline) if session.has_timeline() else None,
+        region=chosen,
+        startup=summarise(chosen, session.api_calls) if chosen is not None else None,
+        wall_ns=wall_ns,
+        kernels_outside_region=profiled.outside,
     )
+
+
+def _view(scoped: Session, region: Region | None) -> TimelineView | None:
+    """The region's timeline prepared for the program analyses, its idle gaps clipped to the
+    region's windows."""
+    if not scoped.has_timeline():
+        return None
+    return prepare(scoped, region.windows if region is not None else None)
 
 
 def _provenance(meta: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,6 +25,7 @@ class KernelInputs:
     rules: Sequence[RuleSpec]  # kernel rules
     total_gpu_time_ns: float
     ceiling: roofline.MeasuredCeiling | None
+    wall_ns: float  # the currency's denominator: the region's wall time, else the GPU time
 
 
 def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) -> KernelDiagnosis:
@@ -35,7 +36,8 @@ def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) ->
     total = inputs.total_gpu_time_ns
     share = row["total_duration_ns"] / total if total else math.nan
     values = kernel_values(KernelFacts(row, v, roof, share))
-    findings, skipped = _apply(inputs.rules, values, name)
+    time = (float(row["total_duration_ns"]), inputs.wall_ns)
+    findings, skipped = _apply(inputs.rules, values, name, time)
     return KernelDiagnosis(
         id=index,
         name=name,
@@ -59,17 +61,18 @@ def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) ->
 
 
 def _apply(
-    rules: Sequence[RuleSpec], values: Mapping[str, Any], name: str
+    rules: Sequence[RuleSpec], values: Mapping[str, Any], name: str, time: tuple[float, float]
 ) -> tuple[tuple[Finding, ...], tuple[Skipped, ...]]:
+    """`time`: the kernel's time in the region and the region's wall time."""
     findings: list[Finding] = []
     skipped: list[Skipped] = []
     for rule in rules:
-        result = evaluate_rule(rule, values)
+        result = evaluate_rule(rule, values, *time)
         if isinstance(result, Finding):
             findings.append(result)
         elif isinstance(result, Skipped):
             skipped.append(Skipped(result.rule, result.reason, name))
-    findings.sort(key=lambda f: (-f.impact, f.rule))
+    findings.sort(key=lambda f: f.rank_key)
     return tuple(findings), tuple(skipped)
 
 

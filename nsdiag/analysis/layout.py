@@ -1,28 +1,50 @@
-"""layout-conversion: kernels that only convert tensors between layouts (NCHW <-> NHWC)."""
+"""layout-conversion: kernels that only convert tensors between layouts (NCHW <-> NHWC).
+
+A launch is a layout conversion when its name says so (kernel_facts kind `layout-conversion`,
+such as cuDNN's nchwToNhwc/nhwcToNchw, or a transpose/permute kernel the name parser gives no
+other kind), or when it is a copy whose profiled loads or stores use under half of each 32-byte
+sector (a permuting copy such as x.contiguous() on a channels_last tensor). Kernels whose names
+only mention a layout (`batch_norm_transform_input_channels_last_kernel` normalises a tensor
+that is already channels_last) are not conversions. The time is measured on the region's
+launches: the timeline's where there is one, else the profiled launches.
+"""
 
 from __future__ import annotations
 
 import re
 
+import pandas as pd
+
 from nsdiag.analysis.context import ProgramContext
-from nsdiag.analysis.diagnosis import Evidence, Finding, KernelDiagnosis
+from nsdiag.analysis.diagnosis import Evidence, Finding, KernelDiagnosis, share_of
+from nsdiag.analysis.launch_sequence import launches
 from nsdiag.analysis.rulespec import RuleSpec
-from nsdiag.model.names import short_name
+from nsdiag.model.kernel_facts import parse_kernel_name
+from nsdiag.model.matching import signature_key
+from nsdiag.model.names import short_names
 from nsdiag.model.values import number
 
 _COPY_NAME = re.compile(r"copy", re.IGNORECASE)
 _LAYOUT_NAME = re.compile(
-    r"nchw.?to.?nhwc|nhwc.?to.?nchw|transpose|permute|layout|convert_?(?:format|layout)"
-    r"|channels_?last",
-    re.IGNORECASE,
+    r"nchw.?to.?nhwc|nhwc.?to.?nchw|transpose|permute|convert_?(?:format|layout)", re.IGNORECASE
 )
+_OTHER_WORK = frozenset(
+    {"gemm", "conv-fprop", "conv-dgrad", "conv-wgrad", "attention", "normalization", "reduction",
+     "softmax", "pooling", "loss", "optimizer", "communication"}
+)  # fmt: skip
 
 
-def is_layout_kernel(k: KernelDiagnosis) -> bool:
-    """Named as a layout conversion, or a copy whose accesses are strided: a plain copy is
-    coalesced on both sides, a transposing one (NCHW <-> NHWC) cannot be on both."""
-    if _LAYOUT_NAME.search(k.demangled) or _LAYOUT_NAME.search(k.name):
+def named_conversion(name: str) -> bool:
+    """The kernel's name says it converts layouts, and says it does nothing else."""
+    kind = parse_kernel_name(name).kind
+    if kind == "layout-conversion":
         return True
+    return kind not in _OTHER_WORK and bool(_LAYOUT_NAME.search(name))
+
+
+def strided_copy(k: KernelDiagnosis) -> bool:
+    """A copy whose accesses are strided: a plain copy is coalesced on both sides, a
+    transposing one (NCHW <-> NHWC) cannot be on both."""
     if not _COPY_NAME.search(k.name):
         return False
     per_sector = [
@@ -32,42 +54,68 @@ def is_layout_kernel(k: KernelDiagnosis) -> bool:
     return any(v is not None and 0 < v < 16 for v in per_sector)
 
 
+def is_layout_kernel(k: KernelDiagnosis) -> bool:
+    return named_conversion(k.demangled or k.name) or strided_copy(k)
+
+
+def _conversions(ctx: ProgramContext) -> pd.DataFrame:
+    sequence = launches(ctx)
+    strided = {signature_key(k.name, "", "")[3] for k in ctx.kernels if strided_copy(k)}
+    names = sequence["name"].unique()
+    marked = {n for n in names if named_conversion(n) or signature_key(n, "", "")[3] in strided}
+    return sequence[sequence["name"].isin(marked)]
+
+
 def layout_conversions(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
-    matches = [k for k in ctx.kernels if is_layout_kernel(k)]
-    total_ns = ctx.total_gpu_time_ns
-    if not matches or not total_ns:
+    found = _conversions(ctx)
+    if not len(found) or not ctx.wall_ns:
         return []
-    time_ns = sum(k.total_duration_ns for k in matches)
-    share = time_ns / total_ns
+    time_ns = float(found["duration_ns"].sum())
+    share = time_ns / ctx.wall_ns
     min_share = rule.params.get("min_share", 0.01)
     if share < min_share:
         return []
-    per_launch = [(number(k.metrics.get("dram_bytes")), k.launches) for k in matches]
-    moved = sum(nbytes * launches for nbytes, launches in per_launch if nbytes is not None)
-    names = ", ".join(
-        f"{short_name(k.name)} ({k.launches}x, {k.total_duration_ns / 1e3:.0f} us)"
-        for k in matches[:5]
+    per_kernel = (
+        found.groupby("name", sort=False)["duration_ns"]
+        .agg(["size", "sum"])
+        .sort_values("sum", ascending=False)
     )
+    labels = short_names(str(n) for n in per_kernel.index)
+    listed = ", ".join(
+        f"{labels[str(name)]} ({int(row['size'])}x, {row['sum'] / 1e3:.0f} us)"
+        for name, row in per_kernel.head(5).iterrows()
+    )
+    moved = _bytes(found)
+    moved_text = f"; they move {moved / 1e6:.0f} MB and compute nothing" if moved else ""
+    timed = "timeline" if ctx.session.has_timeline() else "metrics"
     return [
         Finding(
             rule=rule.id,
             cause=rule.cause,
             title=rule.title,
-            impact=share,
+            impact=share_of(time_ns, ctx.wall_ns),
             recoverable=1.0,
             message=(
-                f"{share * 100:.1f}% of GPU time ({time_ns / 1e3:.0f} us) is spent converting "
-                f"tensor layouts: {names}; they move {moved / 1e6:.0f} MB and compute nothing."
+                f"{share * 100:.1f}% of the analysed time ({time_ns / 1e3:.0f} us in "
+                f"{len(found)} launches) goes to kernels that only convert tensor layouts: "
+                f"{listed}{moved_text}."
             ),
             fix=rule.fix,
             impact_basis=rule.impact_basis,
             evidence=(
                 Evidence("layout_time_share", share, ">=", min_share),
                 Evidence("layout_time_ns", time_ns),
-                Evidence("layout_dram_bytes", moved),
+                Evidence("layout_dram_bytes", moved or None),
             ),
-            kernel=matches[0].name,
+            kernel=str(per_kernel.index[0]),
             saved_ns=time_ns,
-            details={"kernels": [k.name for k in matches]},
+            details={"kernels": [str(n) for n in per_kernel.index]},
+            estimate=timed,
         )
     ]
+
+
+def _bytes(found: pd.DataFrame) -> float:
+    total = (found["read_bytes"] + found["write_bytes"]).sum(min_count=1)
+    value = number(total)
+    return value or 0.0

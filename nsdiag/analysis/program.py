@@ -24,9 +24,10 @@ from nsdiag.analysis.timeline import (
 Analysis = Callable[[RuleSpec, ProgramContext], list[Finding]]
 
 ANALYSES: dict[str, tuple[Analysis, str]] = {
-    # name -> (function, what the session must hold)
-    "fusion_candidates": (fusion_candidates, "kernels"),
-    "layout_conversions": (layout_conversions, "kernels"),
+    # name -> (function, what the session must hold: kernels (ncu), a timeline (nsys), or
+    # launches (either: the analysis works on names and durations alone, better with ncu data))
+    "fusion_candidates": (fusion_candidates, "launches"),
+    "layout_conversions": (layout_conversions, "launches"),
     "pageable_memcpy": (pageable_memcpy, "timeline"),
     "no_copy_compute_overlap": (no_copy_compute_overlap, "timeline"),
     "sync_heavy": (sync_heavy, "timeline"),
@@ -45,6 +46,8 @@ def _skip_reason(rule: RuleSpec, ctx: ProgramContext) -> str | None:
     needs = ANALYSES[rule.analysis][1]
     if needs == "kernels" and not ctx.session.has_kernels():
         return "missing kernel metrics (no ncu data)"
+    if needs == "launches" and not (ctx.session.has_kernels() or ctx.session.has_timeline()):
+        return "no kernel launches (neither ncu data nor a timeline)"
     if needs == "timeline" and not ctx.session.has_timeline():
         return "missing timeline (no nsys data)"
     return None
@@ -61,5 +64,5 @@ def program_findings(
             skipped.append(Skipped(rule.id, reason))
             continue
         findings.extend(ANALYSES[rule.analysis][0](rule, ctx))
-    findings.sort(key=lambda f: (-f.impact, f.rule))
+    findings.sort(key=lambda f: f.rank_key)
     return findings, skipped

@@ -7,7 +7,9 @@ The policy for missing metrics, in the order it applies:
 3. any other name the condition reads is missing and the outcome depends on it: skipped
    ("missing X"), so a missing metric never makes a condition silently true (`not (x < 50)`)
    or false. When the known values decide (`a >= 10 and x < 50` with a = 5) they decide.
-An impact formula that reads a missing name gives no estimate (0); the finding stands.
+A rule without an impact formula, or whose formula reads a missing name, gives no estimate
+(`saved_ns` None); the finding stands. The saving is the recoverable fraction of the kernel's
+time in the analysed region, and its impact that time as a share of the region's wall time.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nsdiag.analysis.diagnosis import Evidence, Finding, Skipped
+from nsdiag.analysis.diagnosis import Evidence, Finding, Skipped, share_of
 from nsdiag.analysis.expr import Comparison
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.model.values import missing, number
@@ -46,7 +48,11 @@ def missing_names(values: Mapping[str, Any], names: Sequence[str]) -> list[str]:
     return [name for name in names if missing(values.get(name))]
 
 
-def evaluate_rule(rule: RuleSpec, values: Mapping[str, Any]) -> Finding | Skipped | None:
+def evaluate_rule(
+    rule: RuleSpec, values: Mapping[str, Any], kernel_ns: float = 0.0, wall_ns: float = 0.0
+) -> Finding | Skipped | None:
+    """`kernel_ns`: the kernel's time in the analysed region; `wall_ns`: the region's wall time
+    (the currency's denominator)."""
     absent = missing_names(values, rule.requires)
     if absent:
         return Skipped(rule.id, f"missing {', '.join(absent)}")
@@ -58,14 +64,17 @@ def evaluate_rule(rule: RuleSpec, values: Mapping[str, Any]) -> Finding | Skippe
     if not held:
         return None
     recoverable = number(rule.impact.evaluate(filled)) if rule.impact is not None else None
-    recoverable = 0.0 if recoverable is None else min(max(recoverable, 0.0), 1.0)
-    share = values.get("time_share") or 0.0
+    if recoverable is not None:
+        recoverable = min(max(recoverable, 0.0), 1.0)
+    saved = recoverable * kernel_ns if recoverable is not None else None
     return Finding(
         rule=rule.id,
         cause=rule.cause,
         title=rule.title,
-        impact=share * recoverable,
+        impact=share_of(saved, wall_ns),
         recoverable=recoverable,
+        saved_ns=saved,
+        estimate="metrics" if saved is not None else "none",
         message=_FORMATTER.format(rule.message, **values),
         fix=_FORMATTER.format(rule.fix, **values),
         impact_basis=rule.impact_basis,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from nsdiag.model.names import normalized
+
 SIGNATURE = ("name", "grid", "block")
 _SIGNATURE_KEY = "_signature"
 _TIMELINE_COLUMNS = (
@@ -36,7 +38,7 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
             launches=pd.Series(dtype="int64"),
             launch_ids=pd.Series(dtype=object),
         )
-    keys = k[list(SIGNATURE)].astype(str).agg("\x1f".join, axis=1).rename(_SIGNATURE_KEY)
+    keys = signature_keys(k).rename(_SIGNATURE_KEY)
     timeline = _timeline_groups(k, keys)
     out = _weighted_means(k, keys, _weights(k, timeline))
     grouped = k.groupby(keys, sort=False)
@@ -54,6 +56,21 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
         out = _timeline_totals(out, k, keys, timeline)
     out = out.sort_values("total_duration_ns", ascending=False, na_position="last", kind="stable")
     return out.reset_index(drop=True)
+
+
+def signature_keys(kernels: pd.DataFrame) -> pd.Series:
+    """One key per launch: its name as nsys and every ncu export spell it alike (ncu's exports of
+    one session print `at::f<c10::Half>` in one report and `f<Half>` in another), grid and
+    block."""
+    names = kernels["name"].astype(str)
+    spelled = {name: normalized(name) for name in names.unique()}
+    return (
+        names.map(spelled)
+        + "\x1f"
+        + kernels["grid"].astype(str)
+        + "\x1f"
+        + kernels["block"].astype(str)
+    )
 
 
 def _weights(k: pd.DataFrame, timeline: pd.DataFrame | None) -> pd.Series:

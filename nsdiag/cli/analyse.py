@@ -20,6 +20,16 @@ kernel_option = click.option(
     metavar="PATTERN",
     help="only kernels whose name matches this regular expression",
 )
+region_option = click.option(
+    "--region",
+    "region",
+    default="auto",
+    show_default=True,
+    metavar="auto|all|nvtx:NAME|START:END",
+    help="the part of the timeline to analyse: auto (the cudaProfilerStart/Stop range, else the "
+    "steady-state iterations, else the NVTX-annotated part), all, the instances of an NVTX "
+    "range, or START:END in ms from the trace's first event",
+)
 
 
 @click.command()
@@ -42,7 +52,9 @@ def load(inputs: tuple[Path, ...], output: Path) -> None:
     click.echo(f"{len(session.kernels)} kernel launches from {len(inputs)} input(s) -> {output}")
 
 
-def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None) -> tuple[Session, Diagnosis]:
+def _diagnose(
+    inputs: tuple[Path, ...], kernel: str | None = None, region: str = "auto"
+) -> tuple[Session, Diagnosis]:
     from nsdiag import load as load_inputs
     from nsdiag.analysis.engine import diagnose
     from nsdiag.analysis.filters import keep_kernels
@@ -50,7 +62,7 @@ def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None) -> tuple[Sess
     session = load_inputs(inputs)
     if kernel:
         session = keep_kernels(session, kernel)
-    return session, diagnose(session)
+    return session, diagnose(session, region=region)
 
 
 @click.command(
@@ -59,22 +71,28 @@ def _diagnose(inputs: tuple[Path, ...], kernel: str | None = None) -> tuple[Sess
 )
 @inputs_argument
 @kernel_option
+@region_option
 @click.option("--top", default=3, show_default=True, help="findings shown per kernel")
 @click.option("--top-kernels", default=10, show_default=True, help="kernel signatures shown")
 @click.option(
     "--json",
     "as_json",
     is_flag=True,
-    help="print the diagnosis as one JSON document (schema nsdiag.diagnosis/1)",
+    help="print the diagnosis as one JSON document (schema nsdiag.diagnosis/2)",
 )
 def explain(
-    inputs: tuple[Path, ...], kernel: str | None, top: int, top_kernels: int, as_json: bool
+    inputs: tuple[Path, ...],
+    kernel: str | None,
+    region: str,
+    top: int,
+    top_kernels: int,
+    as_json: bool,
 ) -> None:
     import json
 
     from nsdiag.render.text import render_text
 
-    _, diagnosis = _diagnose(inputs, kernel)
+    _, diagnosis = _diagnose(inputs, kernel, region)
     if as_json:
         click.echo(json.dumps(diagnosis.to_json(), indent=1, allow_nan=False))
     else:
@@ -101,6 +119,7 @@ def explain(
     help="output format (default: from the -o extension; html for '-')",
 )
 @kernel_option
+@region_option
 @click.option(
     "--cards",
     default=10,
@@ -108,12 +127,17 @@ def explain(
     help="kernels that get a detailed card (the table lists all)",
 )
 def report(
-    inputs: tuple[Path, ...], output: str, fmt: str | None, kernel: str | None, cards: int
+    inputs: tuple[Path, ...],
+    output: str,
+    fmt: str | None,
+    kernel: str | None,
+    region: str,
+    cards: int,
 ) -> None:
     from nsdiag.render import RenderOptions, format_from_path, render
     from nsdiag.render.output import write_report
 
-    session, diagnosis = _diagnose(inputs, kernel)
+    session, diagnosis = _diagnose(inputs, kernel, region)
     fmt = fmt or ("html" if output == "-" else format_from_path(output))
     text = render(diagnosis, session, fmt, RenderOptions(cards=cards))
     if output == "-":

@@ -54,11 +54,18 @@ def timeline_weights(kernels: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFr
         totals.append(hit[2] if hit else float("nan"))
         groups.append(hit[3] if hit else float("nan"))
         of.append(hit[4] if hit else float("nan"))
-    return kernels.assign(
-        timeline_launches=counts,
-        timeline_total_ns=totals,
-        timeline_variant=groups,
-        timeline_variants=of,
+    weights = pd.DataFrame(
+        {
+            "timeline_launches": counts,
+            "timeline_total_ns": totals,
+            "timeline_variant": groups,
+            "timeline_variants": of,
+        },
+        index=kernels.index,
+    )
+    # One concat instead of four inserts: a raw full-set table has thousands of columns.
+    return pd.concat(
+        [kernels.drop(columns=list(weights.columns), errors="ignore"), weights], axis=1
     )
 
 

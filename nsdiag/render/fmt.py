@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nsdiag.model.names import short_names
 from nsdiag.model.values import number
 
 if TYPE_CHECKING:
-    from nsdiag.analysis.diagnosis import Diagnosis, Finding
+    from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
 
 MISSING = "–"
 
@@ -130,9 +131,66 @@ def plotly_text(text: Any) -> str:
     return html.escape(str(text), quote=False)
 
 
-def saving(finding: Finding, total_ns: float) -> str:
-    """The GPU time a finding's fix would save: its own estimate, else its share of the total."""
-    return time_ns(finding.saved_ns if finding.saved_ns is not None else finding.impact * total_ns)
+NO_ESTIMATE = "no estimate"
+
+
+def saved_time(finding: Finding, diagnosis: Diagnosis) -> str:
+    """The time a finding's fix would save in the analysed region: per iteration where the
+    region is made of iterations, else in all of it."""
+    if finding.saved_ns is None:
+        return NO_ESTIMATE
+    n = diagnosis.iterations
+    return f"{time_ns(finding.saved_ns / n)}/iteration" if n else time_ns(finding.saved_ns)
+
+
+def saving(finding: Finding, diagnosis: Diagnosis) -> str:
+    """The saving and its share of the region's wall time: "1.2 ms/iteration (17%)"."""
+    if finding.saved_ns is None:
+        return NO_ESTIMATE
+    return f"{saved_time(finding, diagnosis)} ({share(finding.impact)})"
+
+
+def denominator(diagnosis: Diagnosis) -> str:
+    """What a finding's share is a share of."""
+    if diagnosis.region is None:
+        return "of the profiled GPU time"
+    return "of each iteration" if diagnosis.iterations else "of the analysed region"
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a finding is: a kernel, an NVTX range, or the program (one rule for every
+    renderer)."""
+
+    kind: str  # "kernel", "NVTX range" or ""
+    short: str
+    full: str
+
+
+def location(kernel: KernelDiagnosis | None, finding: Finding, names: dict[str, str]) -> Location:
+    """A kernel finding's kernel; a program finding's NVTX range, else the kernel it points at,
+    else the program."""
+    if kernel is not None:
+        return Location("", names.get(kernel.name, kernel.name), kernel.demangled or kernel.name)
+    if finding.range:
+        return Location("NVTX range", finding.range, finding.range)
+    if finding.kernel:
+        return Location("kernel", names.get(finding.kernel, finding.kernel), finding.kernel)
+    return Location("", "the program", "")
+
+
+def region_line(diagnosis: Diagnosis) -> str | None:
+    """Which part of the timeline was analysed, how it was chosen, and its wall time."""
+    region = diagnosis.region
+    if region is None:
+        return None
+    left_out = diagnosis.kernels_outside_region
+    outside = (
+        f"; {left_out} profiled kernel signature(s) ran only outside it and are left out"
+        if left_out
+        else ""
+    )
+    return f"analysed: {region.description}, {time_ns(region.wall_ns)} of wall time{outside}"
 
 
 def display_names(diagnosis: Diagnosis) -> dict[str, str]:

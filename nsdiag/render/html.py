@@ -90,7 +90,7 @@ def _evidence(finding: Finding) -> list[dict[str, str]]:
     ]
 
 
-def _finding(finding: Finding, total_ns: float, names: dict[str, str]) -> dict[str, Any]:
+def _finding(finding: Finding, diagnosis: Diagnosis, names: dict[str, str]) -> dict[str, Any]:
     return {
         "rule": finding.rule,
         "cause": finding.cause,
@@ -99,7 +99,8 @@ def _finding(finding: Finding, total_ns: float, names: dict[str, str]) -> dict[s
         "fix": finding.fix,
         "impact": fmt.share(finding.impact),
         "recoverable": fmt.share(finding.recoverable),
-        "saving": fmt.saving(finding, total_ns),
+        "saving": fmt.saved_time(finding, diagnosis),
+        "estimate": finding.estimate,
         "basis": finding.impact_basis,
         "evidence": _evidence(finding),
         "range": finding.range,
@@ -217,7 +218,9 @@ def _ncu_rule(r: NcuRuleResult) -> dict[str, str]:
     }
 
 
-def _card(k: KernelDiagnosis, rank: int, total_ns: float, names: dict[str, str]) -> dict[str, Any]:
+def _card(
+    k: KernelDiagnosis, rank: int, diagnosis: Diagnosis, names: dict[str, str]
+) -> dict[str, Any]:
     return {
         "rank": rank,
         "anchor": _anchor(k),
@@ -235,7 +238,7 @@ def _card(k: KernelDiagnosis, rank: int, total_ns: float, names: dict[str, str])
         "occupancy": _occupancy(k),
         "geometry": _geometry(k),
         "roofline": _roofline_facts(k),
-        "findings": [_finding(f, total_ns, names) for f in k.findings],
+        "findings": [_finding(f, diagnosis, names) for f in k.findings],
         "ncu_rules": [_ncu_rule(r) for r in k.ncu_rules],
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in k.skipped],
     }
@@ -304,19 +307,9 @@ def _top_findings(
     program) and a link to its kernel's card when it has one."""
     top = []
     for kernel, finding in diagnosis.top_findings(options.top_findings):
-        item = _finding(finding, diagnosis.total_gpu_time_ns, names)
-        if kernel:
-            item["where"], item["where_full"] = names[kernel.name], kernel.demangled or kernel.name
-            item["where_kind"] = ""
-        elif finding.range:
-            item["where"], item["where_full"] = finding.range, finding.range
-            item["where_kind"] = "NVTX range"
-        else:
-            item["where"], item["where_full"] = (
-                item["kernel"] or "the program",
-                finding.kernel or "",
-            )
-            item["where_kind"] = "kernel" if finding.kernel else ""
+        item = _finding(finding, diagnosis, names)
+        where = fmt.location(kernel, finding, names)
+        item["where"], item["where_full"], item["where_kind"] = where.short, where.full, where.kind
         item["anchor"] = _anchor(kernel) if kernel and kernel.id in carded_ids else None
         top.append(item)
     return top
@@ -372,9 +365,12 @@ def context(
         "roofline": _chart(roofline, "chart-roofline"),
         "off_roof": len(off_roof),
         "roofline_capped": max(len(diagnosis.kernels) - options.roofline_points, 0),
-        "cards": [_card(k, i + 1, total, names) for i, k in enumerate(carded)],
+        "cards": [_card(k, i + 1, diagnosis, names) for i, k in enumerate(carded)],
         "left_out": _left_out(diagnosis, carded, options),
-        "program_findings": [_finding(f, total, names) for f in diagnosis.program_findings],
+        "program_findings": [_finding(f, diagnosis, names) for f in diagnosis.program_findings],
+        "region": fmt.region_line(diagnosis),
+        "startup": diagnosis.startup.line() if diagnosis.startup is not None else None,
+        "denominator": fmt.denominator(diagnosis),
         "timeline": _timeline(session, options),
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in diagnosis.skipped_rules],
         "css": _asset("report.css"),

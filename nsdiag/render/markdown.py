@@ -26,22 +26,13 @@ def _top_findings(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[s
     pairs = diagnosis.top_findings(n)
     if not pairs:
         return ["No rule fired: nothing in this profile points at an obvious fix.", ""]
-    lines = ["| impact | saves | where | finding | fix |", "| ---: | ---: | --- | --- | --- |"]
+    lines = ["| saves | share | where | finding | fix |", "| ---: | ---: | --- | --- | --- |"]
     for kernel, f in pairs:
-        where = (
-            names.get(kernel.name, kernel.name)
-            if kernel
-            else (
-                f"NVTX {f.range}"
-                if f.range
-                else names.get(f.kernel, f.kernel)
-                if f.kernel
-                else "program"
-            )
-        )
+        where = fmt.location(kernel, f, names)
+        shown = f"NVTX {where.short}" if where.kind == "NVTX range" else where.short
         lines.append(
-            f"| {escape(fmt.share(f.impact))} | {fmt.saving(f, diagnosis.total_gpu_time_ns)} | "
-            f"{escape(where)} | "
+            f"| {escape(fmt.saved_time(f, diagnosis))} | {escape(fmt.share(f.impact))} | "
+            f"{escape(shown)} | "
             f"**{escape(f.title)}** ({escape(f.rule)}) | {escape(f.fix)} |"
         )
     return [*lines, ""]
@@ -73,8 +64,8 @@ def _program(diagnosis: Diagnosis) -> list[str]:
     for f in diagnosis.program_findings:
         where = f" in NVTX range {escape(f.range)}" if f.range else ""
         lines.append(
-            f"- **{escape(f.title)}** ({escape(f.rule)}, {escape(fmt.share(f.impact))}, "
-            f"saves {fmt.saving(f, diagnosis.total_gpu_time_ns)}){where}: {escape(f.message)}"
+            f"- **{escape(f.title)}** ({escape(f.rule)}, saves "
+            f"{escape(fmt.saving(f, diagnosis))}){where}: {escape(f.message)}"
         )
         lines.append(f"  *Fix:* {escape(f.fix)}")
     return [*lines, ""]
@@ -93,6 +84,11 @@ def render_markdown(diagnosis: Diagnosis, options: RenderOptions | None = None) 
         f"({len(diagnosis.kernels):,} signatures).",
         "",
     ]
+    region = fmt.region_line(diagnosis)
+    if region:
+        lines += [escape(region[0].upper() + region[1:]) + ".", ""]
+    if diagnosis.startup is not None:
+        lines += [escape(diagnosis.startup.line()) + ".", ""]
     shares: dict[str, float] = {}
     for k in diagnosis.kernels:
         shares[k.bound] = shares.get(k.bound, 0.0) + (number(k.time_share) or 0.0)
@@ -106,7 +102,13 @@ def render_markdown(diagnosis: Diagnosis, options: RenderOptions | None = None) 
             + ".",
             "",
         ]
-    lines += ["### Top findings", "", *_top_findings(diagnosis, names, options.top_findings)]
+    lines += [
+        "### Top findings",
+        "",
+        f"Saves: the time a fix would save; share: {escape(fmt.denominator(diagnosis))}.",
+        "",
+        *_top_findings(diagnosis, names, options.top_findings),
+    ]
     if diagnosis.kernels:
         lines += ["### Kernels", "", *_kernel_table(diagnosis, names, options.md_kernels)]
     lines += _program(diagnosis)

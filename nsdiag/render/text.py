@@ -23,7 +23,9 @@ def _evidence(finding: Finding) -> str:
     return "; ".join(e.as_text() for e in finding.evidence if e.value is not None)
 
 
-def _kernel_block(console: Console, kernel: KernelDiagnosis, top: int, name: str) -> None:
+def _kernel_block(
+    console: Console, diagnosis: Diagnosis, kernel: KernelDiagnosis, top: int, name: str
+) -> None:
     roof = kernel.roofline.pct_of_roof
     header = Text.assemble(
         (name, "bold"),
@@ -42,7 +44,7 @@ def _kernel_block(console: Console, kernel: KernelDiagnosis, top: int, name: str
             Text.assemble(
                 ("  - ", ""),
                 (f"{finding.rule} {finding.cause}", "yellow"),
-                f" (saves up to {finding.impact * 100:.1f}% of GPU time)",
+                f" (saves {fmt.saving(finding, diagnosis)})",
             )
         )
         console.print(Text(f"      {finding.message}"))
@@ -65,6 +67,7 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
         file=buffer, width=WIDTH, force_terminal=False, color_system=None, highlight=False
     )
     _header(console, diagnosis)
+    _region(console, diagnosis)
     _ranked(console, diagnosis)
     _program_findings(console, diagnosis, top * 2)
     _kernels(console, diagnosis, top, kernels)
@@ -109,6 +112,15 @@ def _header(console: Console, diagnosis: Diagnosis) -> None:
         )
 
 
+def _region(console: Console, diagnosis: Diagnosis) -> None:
+    """Which part of the timeline was analysed, and the start-up before it (never ranked)."""
+    line = fmt.region_line(diagnosis)
+    if line:
+        console.print(Text(line))
+    if diagnosis.startup is not None:
+        console.print(Text(diagnosis.startup.line(), style="dim"))
+
+
 def _ranked(console: Console, diagnosis: Diagnosis) -> None:
     ranked = diagnosis.top_findings(5)
     if not ranked:
@@ -116,12 +128,22 @@ def _ranked(console: Console, diagnosis: Diagnosis) -> None:
     table = Table(title="Worth the most time", show_lines=False, expand=True)
     for column in ("saves", "where", "rule", "what"):
         table.add_column(column, overflow="fold")
+    names = fmt.display_names(diagnosis)
     for kernel, finding in ranked:
-        where = short_name(kernel.name) if kernel else (finding.range or "program")
+        where = fmt.location(kernel, finding, names)
         table.add_row(
-            f"{finding.impact * 100:.1f}%", where, f"{finding.rule} {finding.cause}", finding.title
+            fmt.saving(finding, diagnosis),
+            where.short if where.kind != "NVTX range" else f"NVTX {where.short}",
+            f"{finding.rule} {finding.cause}",
+            finding.title,
         )
     console.print(table)
+    console.print(
+        Text(
+            f"saves: the time a fix would save, and its share {fmt.denominator(diagnosis)}",
+            style="dim",
+        )
+    )
 
 
 def _program_findings(console: Console, diagnosis: Diagnosis, n: int) -> None:
@@ -135,7 +157,7 @@ def _program_findings(console: Console, diagnosis: Diagnosis, n: int) -> None:
                 ("- ", ""),
                 (f"{finding.rule} {finding.cause}", "yellow"),
                 where,
-                f" (saves up to {finding.impact * 100:.1f}%)",
+                f" (saves {fmt.saving(finding, diagnosis)})",
             )
         )
         console.print(Text(f"    {finding.message}"))
@@ -147,7 +169,9 @@ def _kernels(console: Console, diagnosis: Diagnosis, top: int, n: int) -> None:
         console.print(Text("Kernels by GPU time", style="bold underline"))
     names = short_names(k.name for k in diagnosis.kernels)
     for kernel in diagnosis.kernels[:n]:
-        _kernel_block(console, kernel, top, names.get(kernel.name, short_name(kernel.name)))
+        _kernel_block(
+            console, diagnosis, kernel, top, names.get(kernel.name, short_name(kernel.name))
+        )
     hidden = len(diagnosis.kernels) - n
     if hidden > 0:
         console.print(

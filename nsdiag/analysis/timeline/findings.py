@@ -1,5 +1,6 @@
-"""A timeline analysis's finding: its saving as a share of the device time that exists, and of
-the wall time of its NVTX range, with the details every timeline finding carries."""
+"""A timeline analysis's finding: its saving as a share of the analysed region's wall time (the
+currency every finding shares), and of the wall time of its NVTX range, with the details every
+timeline finding carries."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, cast
 import pandas as pd
 
 from nsdiag.analysis.context import ProgramContext
-from nsdiag.analysis.diagnosis import Evidence, Finding
+from nsdiag.analysis.diagnosis import Evidence, Finding, share_of
 from nsdiag.analysis.rulespec import RuleSpec, default_rules
 from nsdiag.analysis.timeline.nvtx import UNNAMED
 from nsdiag.analysis.timeline.view import TimelineView
@@ -53,7 +54,7 @@ def per_range(
     findings = []
     for device, name, group in by_range(frame):
         saved = saved_ns(group)
-        if worth_reporting(rule, ctx.view, saved, min_impact):
+        if worth_reporting(rule, ctx, saved, min_impact):
             found = draft(device, name, group, saved)
             if found is not None:
                 findings.append(make_finding(rule, ctx, found))
@@ -71,14 +72,14 @@ def peer_params(cause: str) -> dict[str, float]:
     )
 
 
-def share(rule: RuleSpec, v: TimelineView, saved_ns: float, default: float) -> Evidence:
-    """The saving as a share of the device time, next to the rule's min_impact."""
-    return Evidence("impact", saved_ns / v.total_span_ns, ">=", param(rule, "min_impact", default))
+def share(rule: RuleSpec, ctx: ProgramContext, saved_ns: float, default: float) -> Evidence:
+    """The saving as a share of the region's wall time, next to the rule's min_impact."""
+    return Evidence("impact", saved_ns / ctx.wall_ns, ">=", param(rule, "min_impact", default))
 
 
-def worth_reporting(rule: RuleSpec, v: TimelineView, saved_ns: float, default: float) -> bool:
-    """Whether the saving reaches the rule's min_impact share of the device time."""
-    return not saved_ns / v.total_span_ns < param(rule, "min_impact", default)
+def worth_reporting(rule: RuleSpec, ctx: ProgramContext, saved_ns: float, default: float) -> bool:
+    """Whether the saving reaches the rule's min_impact share of the region's wall time."""
+    return ctx.wall_ns > 0 and not saved_ns / ctx.wall_ns < param(rule, "min_impact", default)
 
 
 def range_wall_ns(session: Session, v: TimelineView, name: str, device: int) -> float:
@@ -96,7 +97,6 @@ def make_finding(rule: RuleSpec, ctx: ProgramContext, draft: Draft) -> Finding:
     v = ctx.view
     start, end = v.spans.get(draft.device, (0, 0))
     wall = range_wall_ns(ctx.session, v, draft.range, draft.device)
-    impact = draft.saved_ns / v.total_span_ns if v.total_span_ns else 0.0
     details = {
         "device": int(draft.device),
         "span_ns": v.total_span_ns,
@@ -108,7 +108,7 @@ def make_finding(rule: RuleSpec, ctx: ProgramContext, draft: Draft) -> Finding:
         rule=rule.id,
         cause=rule.cause,
         title=rule.title,
-        impact=min(impact, 1.0),
+        impact=share_of(draft.saved_ns, ctx.wall_ns),
         recoverable=min(draft.saved_ns / wall, 1.0) if wall else 0.0,
         message=draft.message,
         fix=rule.fix,
@@ -117,4 +117,5 @@ def make_finding(rule: RuleSpec, ctx: ProgramContext, draft: Draft) -> Finding:
         range=draft.range or None,
         saved_ns=float(draft.saved_ns),
         details=details,
+        estimate="timeline",
     )

@@ -58,7 +58,7 @@ def _draft(
         Evidence("idle_gaps", float(len(group))),
         Evidence("idle_ns", idle),
         Evidence("largest_gap_ns", largest[0]["length_ns"], ">=", min_gap),
-        share(rule, ctx.view, saved, 0.05),
+        share(rule, ctx, saved, 0.05),
     )
     details = {
         "gaps": len(group),

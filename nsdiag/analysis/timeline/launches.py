@@ -119,7 +119,7 @@ def _draft(
         Evidence("mean_kernel_ns", busy / n, "<=", param(rule, "tiny_kernel_ns", 10_000)),
         Evidence("mean_gap_ns", gaps / links, "<", param(rule, "max_gap_ns", 100_000)),
         Evidence("launch_call_ns", call),
-        share(rule, ctx.view, saved, 0.01),
+        share(rule, ctx, saved, 0.01),
     )
     details = {
         "runs": len(group),

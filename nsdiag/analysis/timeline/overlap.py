@@ -152,7 +152,7 @@ def no_copy_compute_overlap(rule: RuleSpec, ctx: ProgramContext) -> list[Finding
     return [
         make_finding(rule, ctx, _draft(rule, ctx, s, measured))
         for s in measured
-        if s.overlap_fraction < max_fraction and worth_reporting(rule, ctx.view, s.saved_ns, 0.01)
+        if s.overlap_fraction < max_fraction and worth_reporting(rule, ctx, s.saved_ns, 0.01)
     ]
 
 
@@ -183,7 +183,7 @@ def _draft(
         Evidence("copy_time_ns", s.copy_ns),
         Evidence("kernel_time_ns", s.kernel_ns),
         Evidence("possible_overlap_ns", s.possible_ns),
-        share(rule, ctx.view, s.saved_ns, 0.01),
+        share(rule, ctx, s.saved_ns, 0.01),
     )
     details = s.details()
     details["overlap_by_range"] = [

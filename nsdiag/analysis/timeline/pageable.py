@@ -68,7 +68,7 @@ def _draft(
         Evidence("pageable_copy_time_ns", time_ns),
         Evidence("pageable_gb_per_s", gbps(nbytes, time_ns)),
         Evidence("pinned_gb_per_s", max(pinned) if pinned else None),
-        share(rule, ctx.view, saved, 0.01),
+        share(rule, ctx, saved, 0.01),
     )
     details = {
         "directions": per_direction,

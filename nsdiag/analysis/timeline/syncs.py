@@ -61,7 +61,7 @@ def _draft(
         ),
         Evidence("host_blocked_ns", blocked),
         Evidence("gpu_idle_after_syncs_ns", idle),
-        share(rule, ctx.view, saved, 0.01),
+        share(rule, ctx, saved, 0.01),
     )
     details = {
         "sync_calls": count,

@@ -7,6 +7,7 @@ syncs (attribution.py) claims of it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -40,11 +41,12 @@ class TimelineView:
     # Blocking sync calls with device, gap index, claim_ns, work_ns (GPU work since last sync).
     syncs: pd.DataFrame
     spans: dict[int, tuple[int, int]]  # device -> (first start, last end)
-    total_span_ns: float  # sum of device spans: the impact denominator
+    total_span_ns: float  # sum of device spans
 
 
-def prepare(session: Session) -> TimelineView:
-    """Prepare the session's timeline for the program analyses (once per diagnosis)."""
+def prepare(session: Session, windows: Sequence[tuple[int, int]] | None = None) -> TimelineView:
+    """Prepare the session's timeline for the program analyses (once per diagnosis). With
+    `windows` (the analysed region's), idle time outside them is left out of the gaps."""
     acts = _activities(session.timeline)
     segments = _segments(acts)
     spans = {
@@ -52,6 +54,8 @@ def prepare(session: Session) -> TimelineView:
         for d, g in segments.groupby("device")
     }
     gaps = _gaps(segments, acts)
+    if windows is not None:
+        gaps = _inside(gaps, windows)
     syncs = sync_claims(session.api_calls, gaps, acts)
     claims = (
         syncs.groupby("gap")["claim_ns"].agg(["sum", "size"])
@@ -172,6 +176,28 @@ def _segments(acts: pd.DataFrame) -> pd.DataFrame:
             "first_row": first,
         }
     )
+
+
+def _inside(gaps: pd.DataFrame, windows: Sequence[tuple[int, int]]) -> pd.DataFrame:
+    """Each gap's part inside the windows (its first start to last end there, and the length
+    inside); gaps wholly outside go."""
+    if not len(gaps):
+        return gaps
+    starts, ends = gaps["start_ns"].to_numpy("int64"), gaps["end_ns"].to_numpy("int64")
+    length = np.zeros(len(gaps))
+    first = np.full(len(gaps), np.iinfo("int64").max)
+    last = np.zeros(len(gaps), dtype="int64")
+    for w_start, w_end in windows:
+        lo, hi = np.maximum(starts, w_start), np.minimum(ends, w_end)
+        part = np.clip(hi - lo, 0, None)
+        length += part
+        first = np.where(part > 0, np.minimum(first, lo), first)
+        last = np.where(part > 0, np.maximum(last, hi), last)
+    keep = length > 0
+    clipped = gaps[keep].copy()
+    clipped["start_ns"], clipped["end_ns"] = first[keep], last[keep]
+    clipped["length"] = length[keep]
+    return clipped
 
 
 def _gaps(segments: pd.DataFrame, acts: pd.DataFrame) -> pd.DataFrame:
