@@ -38,6 +38,7 @@ def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) ->
     values = kernel_values(KernelFacts(row, v, roof, share))
     time = (float(row["total_duration_ns"]), inputs.wall_ns)
     findings, skipped = _apply(inputs.rules, values, name, time)
+    findings = _verdict_first(findings, v.limiter)
     return KernelDiagnosis(
         id=index,
         name=name,
@@ -74,6 +75,38 @@ def _apply(
             skipped.append(Skipped(result.rule, result.reason, name))
     findings.sort(key=lambda f: f.rank_key)
     return tuple(findings), tuple(skipped)
+
+
+# The cause that explains a saturated limiter: at a roof its finding has no estimate (only fewer
+# bytes or instructions help), yet it says more than a minor finding with a small estimate.
+LIMITER_CAUSE = {
+    "dram": "dram-bandwidth-saturated",
+    "l2": "l2-bound",
+    "xu": "special-function-heavy",
+    "fp64": "fp64-heavy",
+    "fma": "compute-pipe-saturated",
+    "alu": "compute-pipe-saturated",
+    "fp16": "compute-pipe-saturated",
+    "lsu": "compute-pipe-saturated",
+}
+
+
+SUBSTANTIAL = 0.1  # a finding that would recover this share of the kernel's time
+
+
+def _verdict_first(findings: tuple[Finding, ...], limiter: str | None) -> tuple[Finding, ...]:
+    """A kernel's findings in the order its card shows them: those that would recover a
+    substantial share of its time (a deeper cause: uncoalesced access, spills, a tail), by the
+    time they save; then the finding that explains the saturated limiter (no estimate at a
+    roof); then the rest by the time they save, findings with no estimate last."""
+    cause = LIMITER_CAUSE.get(limiter or "")
+
+    def group(f: Finding) -> int:
+        if f.recoverable is not None and f.recoverable >= SUBSTANTIAL:
+            return 0
+        return 1 if f.cause == cause else 2
+
+    return tuple(sorted(findings, key=lambda f: (group(f), f.rank_key)))
 
 
 def _metrics(row: Mapping[str, Any]) -> dict[str, float]:

@@ -39,6 +39,7 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
 )
 OTHER_CALLS = "other CUDA calls"
+MIN_STARTUP_NS = 1e6  # less before the region is not worth a line (a capture that starts at it)
 HOST = "host work outside CUDA calls"
 
 
@@ -106,9 +107,10 @@ def _call_parts(calls: pd.DataFrame) -> list[StartupPart]:
 
 
 def summarise(region: Region, api: pd.DataFrame) -> Startup | None:
-    """The start-up before `region`, or None when the region starts with the trace."""
+    """The start-up before `region`, or None when the region starts with the trace (or within
+    MIN_STARTUP_NS of it)."""
     t0 = region.trace_start_ns
-    if region.start_ns <= t0:
+    if region.start_ns - t0 < MIN_STARTUP_NS:
         return None
     first = region.warmup[0].start_ns if region.warmup else region.start_ns
     parts: list[StartupPart] = []

@@ -33,6 +33,8 @@ def rule_text(rule: RuleSpec) -> str:
         lines.append("thresholds: " + ", ".join(f"{k} = {v:g}" for k, v in rule.params.items()))
     if rule.impact is not None:
         lines.append(f"estimated saving (fraction of the kernel's time): {rule.impact.source}")
+    elif rule.scope == "kernel":
+        lines.append("estimated saving: none (the finding says so instead of printing a number)")
     if rule.impact_basis:
         lines.append(f"  because: {rule.impact_basis}")
     for key, heading in _HEADINGS.items():
