@@ -119,15 +119,20 @@ def test_cli_dry_run_reference_kernels() -> None:
     result = CliRunner().invoke(profile_command, ["--dry-run"])
     assert result.exit_code == 0, result.output
     out = result.output
+    # auto: phase 1 records the whole run; phase 2 starts at cudaProfilerStart if it sees one
     assert (
-        "nsys profile -t cuda,nvtx,osrt --cpuctxsw none -s none --cuda-graph-trace node "
-        "--capture-range cudaProfilerApi" in out
+        "nsys profile -t cuda,nvtx,osrt --cpuctxsw none -s none --cuda-graph-trace node -f" in out
     )
-    assert "--profile-from-start off" in out and "run_all.py --profile-region" in out
+    assert "--capture-range" not in out and "run_all.py --profile-region" in out
+    assert "adds --profile-from-start off when phase 1 sees the program call" in out
     assert (
         "--filter-mode per-launch-config --launch-count '<N>'" in out
         and "--csv --page raw --print-units base" in out
     )
+    off = CliRunner().invoke(profile_command, ["--dry-run", "--profile-from-start", "off"])
+    assert off.exit_code == 0, off.output
+    assert "--capture-range cudaProfilerApi" in off.output
+    assert "--profile-from-start off" in off.output
 
 
 def test_cli_dry_run_script_with_arguments_and_spaces(
@@ -149,7 +154,8 @@ def test_cli_dry_run_script_with_arguments_and_spaces(
         ],
     )
     assert result.exit_code == 0, result.output
-    assert "--profile-from-start" not in result.output
+    commands = "\n".join(line for line in result.output.splitlines() if not line.startswith("#"))
+    assert "--profile-from-start" not in commands  # decided after phase 1 (auto)
     assert (
         f"'{fakes['script']}' --epochs 1" in result.output
         and f"'{tmp_path / 'out dir'}/reports/timeline'" in result.output

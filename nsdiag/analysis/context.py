@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis
-from nsdiag.analysis.region import Region
 from nsdiag.analysis.roofline import MeasuredCeiling
+from nsdiag.model.region import Region
 from nsdiag.model.session import Session
 
 if TYPE_CHECKING:  # the timeline analyses import this module

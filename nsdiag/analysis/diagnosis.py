@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nsdiag.analysis.region import Region
 from nsdiag.analysis.roofline import MeasuredCeiling, RooflinePosition
 from nsdiag.analysis.startup import Startup
+from nsdiag.model.region import Region
 
 # What a finding's saving is computed from.
 ESTIMATES = ("metrics", "timeline", "names", "none")

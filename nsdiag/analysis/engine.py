@@ -13,13 +13,13 @@ from nsdiag.analysis.derived import add_derived
 from nsdiag.analysis.diagnosis import Diagnosis, Skipped, TimelineSummary
 from nsdiag.analysis.kernel_diagnosis import KernelInputs, diagnose_kernel
 from nsdiag.analysis.program import needs_timeline, program_findings
-from nsdiag.analysis.region import Region, choose_region
 from nsdiag.analysis.roofline import measured_dram_ceiling
 from nsdiag.analysis.rulespec import RuleSpec, default_rules
 from nsdiag.analysis.scope import RegionKernels, restrict, weigh_by_region
 from nsdiag.analysis.signatures import aggregate
 from nsdiag.analysis.startup import summarise
 from nsdiag.analysis.timeline.view import TimelineView, prepare
+from nsdiag.model.region import Region, choose_region
 from nsdiag.model.session import Session
 from nsdiag.model.tables import records
 

@@ -19,9 +19,9 @@ import pandas as pd
 
 from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import KernelDiagnosis
-from nsdiag.analysis.region import launch_times, synced_before
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.matching import signature_key
+from nsdiag.model.region import launch_times, synced_before
 from nsdiag.model.values import number
 
 COLUMNS = (

@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.region import Region, launch_times
 from nsdiag.analysis.signatures import signature_keys
 from nsdiag.model.launches import kernel_launches
 from nsdiag.model.matching import timeline_weights
+from nsdiag.model.region import Region, launch_times
 from nsdiag.model.session import Session
 
 TIMELINE_WEIGHTS = (

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.region import Region
 from nsdiag.model.intervals import union_ns
+from nsdiag.model.region import Region
 
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (

@@ -68,10 +68,20 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--profile-from-start",
-    type=click.Choice(["on", "off"]),
-    default=None,
-    help="off: profile only between cudaProfilerStart and cudaProfilerStop "
-    "[default: on; off for the reference kernels]",
+    type=click.Choice(["auto", "on", "off"]),
+    default="auto",
+    show_default=True,
+    help="auto: record the whole run, and profile kernels between cudaProfilerStart and "
+    "cudaProfilerStop when the program calls them; on: from the start; off: only between them",
+)
+@click.option(
+    "--region",
+    default="auto",
+    show_default=True,
+    metavar="auto|all|nvtx:NAME|START:END",
+    help="the part of the run to analyse and pick phase 2's launches from: auto (the profiler "
+    "range, else the steady-state iterations, else the NVTX-annotated part), all, the instances "
+    "of an NVTX range, or START:END in ms from the trace's first event",
 )
 @click.option(
     "--sections",
@@ -93,7 +103,8 @@ def profile(
     max_kernels: int,
     kernel: str | None,
     nvtx: str | None,
-    profile_from_start: str | None,
+    profile_from_start: str,
+    region: str,
     sections: str,
     dry_run: bool,
 ) -> None:
@@ -126,7 +137,8 @@ def profile(
         kernel=kernel,
         nvtx=nvtx,
         sections=sections,
-        profile_from_start=None if profile_from_start is None else profile_from_start == "on",
+        profile_from_start=None if profile_from_start == "auto" else profile_from_start == "on",
+        region=region,
     )
     if dry_run:
         steps, notes = plan_commands(program, options)
@@ -138,7 +150,7 @@ def profile(
     console = Console(highlight=False)
     with RichProgress(console) as progress:
         result = run_profile(program, options, progress, nsdiag_argv=sys.argv)
-    _summary(console, result)
+    _summary(console, result, region)
 
 
 def _check_regex(pattern: str) -> None:
@@ -152,18 +164,20 @@ def _check_regex(pattern: str) -> None:
         ) from exc
 
 
-def _summary(console: Console, result: ProfileResult) -> None:
+def _summary(console: Console, result: ProfileResult, region: str) -> None:
     from nsdiag.analysis.engine import diagnose
     from nsdiag.render.text import render_text
 
     if result.session is not None and len(result.session.kernels):
-        click.echo(render_text(diagnose(result.session)), nl=False)  # already laid out
+        # already laid out
+        click.echo(render_text(diagnose(result.session, region=region)), nl=False)
     plan = result.plan
     spent = sum(result.timings.values())
     if plan is not None:
         console.print(
-            f"ncu profiled {result.profiled} launches ({plan.total_launches} in the region) in "
-            f"{len(plan.rounds)} run(s), planned to cover {plan.planned_share:.0%} of GPU time; "
+            f"ncu profiled {result.profiled} launches ({plan.total_launches} kernel launches in "
+            f"the profiled run) in {len(plan.rounds)} run(s), planned to cover "
+            f"{plan.planned_share:.0%} of the analysed region's GPU time; "
             f"{spent:.0f} s in all, against about {plan.full_estimated_s:.0f} s for --set full on "
             "every launch",
             soft_wrap=True,

@@ -156,22 +156,24 @@ def ncu_targeted(
     *,
     names: Iterable[str],
     launch_count: int,
+    launch_skip: int = 0,
     name_base: str = "mangled",
     sections: str = "rules",
     metrics: Sequence[str] = (),
     profile_from_start: bool = True,
     nvtx: str | None = None,
 ) -> list[str]:
-    """Phase 2: one ncu run profiling the first `launch_count` launches of each launch
-    configuration (grid, block, shared memory) of the named kernels.
+    """Phase 2: one ncu run profiling `launch_count` launches of each launch configuration
+    (grid, block, shared memory) of the named kernels, after the first `launch_skip` of it.
 
     `--filter-mode per-launch-config` counts launches per kernel name and launch configuration
     (verified on the H200, tools/probes/probe_ncu_filters.sh), so `--launch-count 1` profiles one
-    launch of every shape of these kernels. Names are mangled (unique per template instance, the
-    same in nsys and ncu) or ncu's `function` base (no namespace, template or parameters: nsys's
-    short name)."""
-    if launch_count < 1:
-        raise ValueError("launch_count must be at least 1")
+    launch of every shape of these kernels; `--launch-skip` applies per configuration too (ncu's
+    own usage examples), so a skip steps over warm-up launches of each shape. Names are mangled
+    (unique per template instance, the same in nsys and ncu) or ncu's `function` base (no
+    namespace, template or parameters: nsys's short name)."""
+    if launch_count < 1 or launch_skip < 0:
+        raise ValueError("launch_count must be at least 1 and launch_skip at least 0")
     if name_base not in ("mangled", "function"):
         raise ValueError(f"unknown kernel name base {name_base!r}")
     argv = [str(ncu), *section_args(sections, metrics)]
@@ -182,6 +184,7 @@ def ncu_targeted(
         function_regex(names),
         "--filter-mode",
         "per-launch-config",
+        *(["--launch-skip", str(launch_skip)] if launch_skip else []),
         "--launch-count",
         str(launch_count),
     ]

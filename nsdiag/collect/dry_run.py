@@ -15,8 +15,8 @@ Step = tuple[str, list[str]]  # (title, argv)
 
 def dry_run(args: Sequence[str], options: ProfileOptions) -> tuple[list[Step], list[str]]:
     """The commands a run would start (phase 2 as a template: it depends on phase 1), and notes."""
-    program, reference = resolve_program(args)
-    start = profile_from_start(options.profile_from_start, reference)
+    program, _ = resolve_program(args)
+    start = profile_from_start(options.profile_from_start)
     ncu = tools.find_optional("ncu", options.ncu)
     nsys = tools.find_optional("nsys", options.nsys)
     notes = [
@@ -31,8 +31,14 @@ def dry_run(args: Sequence[str], options: ProfileOptions) -> tuple[list[Step], l
     steps.append(phase2)
     if not options.full:
         notes.append(
-            f"phase 2 profiles the kernel signatures covering {options.coverage:.0%} of GPU time "
-            f"(at most {options.max_kernels}), chosen from phase 1"
+            f"phase 2 profiles the kernel signatures covering {options.coverage:.0%} of the "
+            f"analysed region's GPU time (at most {options.max_kernels}), chosen from phase 1, "
+            "each at a launch inside the region (--launch-skip steps over its warm-up launches)"
+        )
+    if options.profile_from_start is None:
+        notes.append(
+            "phase 2 adds --profile-from-start off when phase 1 sees the program call "
+            "cudaProfilerStart (the region is then its profiler range)"
         )
     steps += [
         ("export: raw page", cmd.ncu_export_raw(ncu_path, report)),

@@ -20,7 +20,10 @@ class ProfileOptions:
     max_kernels: int = 100
     kernel: str | None = None
     nvtx: str | None = None
-    profile_from_start: bool | None = None  # None: on, off for the bundled reference kernels
+    # None (auto): phase 1 records the whole run, and phase 2 starts at cudaProfilerStart when
+    # the program calls it; True: both from the start; False: both from cudaProfilerStart
+    profile_from_start: bool | None = None
+    region: str = "auto"  # the analysed region (model/region.py): where phase 2 picks launches
     timeout_s: float | None = None  # per command
     sections: str = "rules"  # phase 2: "rules" (their metrics by name), "sections" or "full"
 

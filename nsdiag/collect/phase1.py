@@ -16,6 +16,8 @@ from nsdiag.collect.run_state import RunState
 from nsdiag.errors import NsdiagError, ProfilerError
 from nsdiag.model.launches import kernel_launches
 from nsdiag.model.names import function_name
+from nsdiag.model.region import Region, choose_region, launch_times, profiler_windows, within
+from nsdiag.model.session import Session
 
 
 def timeline(state: RunState, fallback: bool = True) -> tuple[pd.DataFrame | None, float]:
@@ -77,7 +79,39 @@ def _nsys_timeline(state: RunState) -> pd.DataFrame | None:
     launches = session.timeline
     if state.options.nvtx:
         launches = in_nvtx_range(launches, session.nvtx_ranges, state.options.nvtx)
-    return kernel_launches(launches)
+    return in_region(state, session, kernel_launches(launches))
+
+
+def in_region(state: RunState, session: Session, launches: pd.DataFrame) -> pd.DataFrame:
+    """Phase 1's launches marked with the analysed region (see `mark_region`); the region and
+    where ncu starts are recorded in the run's state."""
+    marked, region, from_start = mark_region(
+        session, launches, state.options.region, state.options.profile_from_start
+    )
+    state.region = region
+    if from_start is not None:
+        state.start = from_start
+    state.status.region = region.to_json()
+    state.progress.note(f"analysed region: {region.description}")
+    return marked
+
+
+def mark_region(
+    session: Session, launches: pd.DataFrame, request: str, profile_from_start: bool | None
+) -> tuple[pd.DataFrame, Region, bool | None]:
+    """Phase 1's launches that ncu will count, each marked `in_region` when it falls in the
+    analysed region (model/region.py), where phase 2 picks its launches; the region; and False
+    when ncu must start at cudaProfilerStart (the program calls it and --profile-from-start is
+    auto: ncu then counts only the launches inside the profiler ranges), else None."""
+    region = choose_region(session.timeline, session.api_calls, session.nvtx_ranges, request)
+    times = launch_times(launches)
+    from_start: bool | None = None
+    if profile_from_start is None and region.method == "profiler-range":
+        from_start = False
+        counted = within(times, profiler_windows(session.api_calls, region.trace_end_ns))
+        launches = launches[counted].reset_index(drop=True)
+        times = times[counted]
+    return launches.assign(in_region=region.contains(times)), region, from_start
 
 
 def _ncu_durations(state: RunState) -> tuple[pd.DataFrame, float]:

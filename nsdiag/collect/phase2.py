@@ -44,6 +44,7 @@ def targeted(state: RunState, launches: pd.DataFrame, program_s: float) -> None:
             state.program,
             names=r.names,
             launch_count=r.launch_count,
+            launch_skip=r.launch_skip,
             name_base=name_base,
             sections=collect,
             metrics=metrics if collect == "rules" else (),

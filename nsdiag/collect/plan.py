@@ -10,7 +10,7 @@ Pure: DataFrame in, frozen records out.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pandas as pd
@@ -79,7 +79,9 @@ def plan_launches(
     total = float(launches["duration_ns"].sum())
     chosen = choose(sigs, settings.coverage, settings.max_kernels, settings.kernel_regex)
     rounds, uncovered = plan_rounds(launches, chosen, settings)
-    rounds = [round_for(launches, r.wanted, r.launch_count, settings, sigs) for r in rounds]
+    rounds = [
+        round_for(launches, r.wanted, r.launch_count, settings, sigs, r.launch_skip) for r in rounds
+    ]
     if argv_for is not None:
         rounds = [_with_argv(r, argv_for(i, r, base)) for i, r in enumerate(rounds, start=1)]
 
@@ -103,7 +105,7 @@ def plan_launches(
 
 
 def _with_argv(r: Round, argv: Sequence[str]) -> Round:
-    return Round(r.names, r.launch_count, r.wanted, r.launches, tuple(argv), r.profiled)
+    return replace(r, argv=tuple(argv))
 
 
 def _notes(
@@ -165,6 +167,7 @@ def describe(plan: Plan) -> dict[str, Any]:
             {
                 "names": list(r.names),
                 "launch_count": r.launch_count,
+                "launch_skip": r.launch_skip,
                 "expected_launches": r.launches,
                 "wanted": [sig(s) for s in r.wanted],
                 "argv": list(r.argv),

@@ -57,8 +57,8 @@ def _start(
     args: Sequence[str], options: ProfileOptions, progress: Progress, nsdiag_argv: Sequence[str]
 ) -> RunState:
     """Find the tools, create the session folder and write what is known before anything runs."""
-    program, reference = resolve_program(args)
-    start = profile_from_start(options.profile_from_start, reference)
+    program, _ = resolve_program(args)
+    start = profile_from_start(options.profile_from_start)
     ncu = tools.find_tool("ncu", options.ncu)
     nsys = tools.find_optional("nsys", options.nsys)
     when = datetime.now()
@@ -80,7 +80,8 @@ def _run_phases(state: RunState) -> Session | None:
             "the program launched no CUDA kernel"
             + (" in the profiled region" if not state.start else "")
             + (f" inside NVTX range {options.nvtx!r}" if options.nvtx else ""),
-            "check that it uses the GPU; with cudaProfilerStart/Stop pass --profile-from-start off",
+            "check that it uses the GPU, and that --region or --nvtx names a part of the run "
+            "that launches kernels",
         )
     if options.full:
         phase2.full(state, len(launches) if launches is not None else None)

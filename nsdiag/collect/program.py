@@ -27,10 +27,11 @@ def resolve_program(args: Sequence[str]) -> tuple[list[str], bool]:
     return list(args), False
 
 
-def profile_from_start(requested: bool | None, reference: bool) -> bool:
-    """Whether the profilers start with the program (`--profile-from-start`): on unless asked
-    otherwise, off for the bundled reference kernels (they mark their region)."""
-    return requested if requested is not None else not reference
+def profile_from_start(requested: bool | None) -> bool:
+    """Whether phase 1 (nsys) records from the program's start: unless asked for `off`, it
+    records the whole run, so that the analysis sees the start-up and finds the region (the
+    program's cudaProfilerStart/Stop range, else its steady state) itself."""
+    return requested if requested is not None else True
 
 
 def child_env() -> dict[str, str]:

@@ -13,13 +13,14 @@ from nsdiag.collect import runner, session_dir, tools
 from nsdiag.collect.options import ProfileOptions, Progress
 from nsdiag.collect.plan import Plan
 from nsdiag.collect.program import child_env
+from nsdiag.model.region import Region
 from nsdiag.model.session import Session
 
 
 @dataclass
 class RunState:
     program: list[str]
-    start: bool  # profile from the program's start (else from cudaProfilerStart)
+    start: bool  # ncu profiles from the program's start (else from cudaProfilerStart)
     options: ProfileOptions
     progress: Progress
     sd: session_dir.SessionDir
@@ -32,7 +33,8 @@ class RunState:
     phase1_timeline: Session | Path | None = None  # the SQLite export, or the Session read from it
     timings: dict[str, float] = field(default_factory=dict)
     plan: Plan | None = None
-    launches: pd.DataFrame | None = None  # phase 1's kernel launches
+    launches: pd.DataFrame | None = None  # phase 1's kernel launches ncu counts, `in_region`
+    region: Region | None = None  # the analysed region phase 1 found (phase 2 profiles in it)
     done: int = 0  # launches profiled so far (the progress bar)
     profiled: int = 0  # launches profiled in phase 2
     labels: dict[str, str] = field(default_factory=dict)  # ncu's (mangled) names -> short names

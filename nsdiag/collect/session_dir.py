@@ -163,6 +163,7 @@ class Status:
     plan: dict[str, Any] | None = None
     coverage: dict[str, Any] | None = None
     metrics: int | None = None  # rule metrics requested by name in phase 2
+    region: dict[str, Any] | None = None  # the analysed region phase 2 picked its launches in
 
     def step(
         self,
@@ -197,6 +198,7 @@ class Status:
                 "plan": self.plan,
                 "coverage": self.coverage,
                 "rule_metrics": self.metrics,
+                "region": self.region,
             },
         )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -23,18 +23,23 @@ VARIANT_RATIO = 1.5
 
 @dataclass(frozen=True)
 class Signature:
+    """A kernel signature's launches in the analysed region (all launches where no region is
+    marked: see `signatures`)."""
+
     name: str  # demangled
     function: str  # bare function name (ncu's `function` base, nsys's short name)
     grid: str
     block: str
     launches: int
     total_ns: float
-    share: float  # of all kernel time in the timeline
-    first: int  # index of the first launch in launch order
+    share: float  # of all kernel time in the region
+    first: int  # index of its first launch in the region, in launch order
     filter_name: str = ""  # the name ncu's filter sees: mangled when known, else `function`
     variant: int = 0  # duration group within name + grid + block (0 = shortest launches)
     variants: int = 1
     median_ns: float = 0.0
+    # every launch of it in the region, in launch order (any of them will do for ncu)
+    positions: tuple[int, ...] = field(default=(), compare=False)
 
 
 def kernel_launches(timeline: pd.DataFrame) -> pd.DataFrame:
@@ -84,11 +89,17 @@ def duration_groups(durations: Sequence[float], ratio: float = VARIANT_RATIO) ->
 
 
 def signatures(launches: pd.DataFrame) -> list[Signature]:
-    total = float(launches["duration_ns"].sum())
-    rows = []
+    """The launches grouped into signatures, most time first. With an `in_region` column only
+    the region's launches count (time, launches, duration groups, the first launch); signatures
+    that ran only outside it are left out."""
+    inside = launches["in_region"].astype(bool) if "in_region" in launches else None
     keyed = launches.assign(_pos=range(len(launches)))
+    if inside is not None:
+        keyed = keyed[inside.to_numpy()]
+    total = float(keyed["duration_ns"].sum())
     if "filter_name" not in keyed:
         keyed["filter_name"] = keyed["function"]
+    rows = []
     # A signature is what ncu tells apart: its filter name and shape. Demangled names group the
     # same way (one per mangled name), and with bare function names template variants stay apart.
     # Launches of one signature whose durations fall in separate groups are planned separately:
@@ -100,6 +111,7 @@ def signatures(launches: pd.DataFrame) -> list[Signature]:
         count = max(labels) + 1
         for variant, part in group.groupby(pd.Series(labels, index=group.index), sort=True):
             ns = float(part["duration_ns"].sum())
+            positions = tuple(int(p) for p in part["_pos"])
             rows.append(
                 Signature(
                     str(name),
@@ -109,11 +121,12 @@ def signatures(launches: pd.DataFrame) -> list[Signature]:
                     len(part),
                     ns,
                     ns / total if total else 0.0,
-                    int(part["_pos"].iloc[0]),
+                    positions[0],
                     str(part["filter_name"].iloc[0]),
                     int(variant),
                     count,
                     float(part["duration_ns"].median()),
+                    positions,
                 )
             )
     return sorted(rows, key=lambda s: (-s.total_ns, s.first))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,11 +97,7 @@ class Region:
 
     def contains(self, times: npt.ArrayLike) -> BoolArray:
         """Whether each time falls in one of the windows."""
-        t = np.asarray(times, dtype="int64")
-        inside = np.zeros(len(t), dtype=bool)
-        for start, end in self.windows:
-            inside |= (t >= start) & (t < end)
-        return inside
+        return within(times, self.windows)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -117,6 +114,15 @@ class Region:
 
 
 # ---------------------------------------------------------------- reading the timeline
+
+
+def within(times: npt.ArrayLike, windows: Sequence[Window]) -> BoolArray:
+    """Whether each time falls in one of the windows [start, end)."""
+    t = np.asarray(times, dtype="int64")
+    inside = np.zeros(len(t), dtype=bool)
+    for start, end in windows:
+        inside |= (t >= start) & (t < end)
+    return inside
 
 
 def launch_times(timeline: pd.DataFrame) -> IntArray:

@@ -1,0 +1,91 @@
+"""Phase 2 picks its launches inside the analysed region (collect/phase1.mark_region and the
+launch skip of collect/rounds.py), on the phase-1 timelines of real programs."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pandas as pd
+import pytest
+
+import nsdiag
+from nsdiag.collect import argv as cmd
+from nsdiag.collect import rounds
+from nsdiag.collect.phase1 import mark_region
+from nsdiag.collect.plan import Plan, plan_launches
+from nsdiag.model.launches import kernel_launches
+from nsdiag.model.region import Region
+from tests.conftest import DATA
+
+
+@cache
+def _phase1(name: str, profile_from_start: bool | None = None) -> tuple[pd.DataFrame, Region]:
+    session = nsdiag.load(DATA / "programs" / name)
+    launches, region, _ = mark_region(
+        session, kernel_launches(session.timeline), "auto", profile_from_start
+    )
+    return launches, region
+
+
+def _profiled_positions(launches: pd.DataFrame, plan: Plan) -> set[int]:
+    return {p for r in plan.rounds for p in rounds.launch_positions(launches, r)}
+
+
+def test_lm_training_profiles_a_steady_step_not_the_warm_up() -> None:
+    """The first train_step is warm-up (1.8 s: autotuning, allocation); every chosen signature
+    gets a launch inside the steady steps, and the plan steps over the warm-up ones."""
+    launches, region = _phase1("lm_train_full")
+    assert region.method == "nvtx-iterations" and len(region.warmup) == 1
+    plan = plan_launches(launches)
+    positions = _profiled_positions(launches, plan)
+    inside = set(launches.index[launches["in_region"]])
+    for s in plan.signatures:
+        assert set(s.positions) <= inside
+        assert positions & set(s.positions), s.name
+    assert any(r.launch_skip > 0 for r in plan.rounds)
+    # Without the region, a plan takes every signature's first launch: in the warm-up step.
+    whole = launches.drop(columns="in_region")
+    old = plan_launches(whole)
+    assert not (_profiled_positions(whole, old) & inside)
+
+
+def test_the_skip_reaches_the_steady_launch_on_the_command_line() -> None:
+    launches, _ = _phase1("lm_train_full")
+    plan = plan_launches(launches)
+    skipped = next(r for r in plan.rounds if r.launch_skip > 0)
+    argv = cmd.ncu_targeted(
+        "ncu", "out", ["python3", "x.py"], names=skipped.names, launch_count=1,
+        launch_skip=skipped.launch_skip, metrics=["gpu__time_duration.sum"],
+    )  # fmt: skip
+    at = argv.index("--launch-skip")
+    assert argv[at - 2 : at + 4] == [
+        "--filter-mode", "per-launch-config", "--launch-skip", str(skipped.launch_skip),
+        "--launch-count", "1",
+    ]  # fmt: skip
+
+
+def test_a_profiler_range_makes_ncu_start_there_and_count_only_its_launches() -> None:
+    """step_range.py calls cudaProfilerStart/Stop around one step (120 launches) after 20
+    warm-up steps: with auto, ncu starts at cudaProfilerStart, so the launches it counts are
+    the range's, and the plan needs no skip."""
+    launches, region = _phase1("step_range")
+    assert region.method == "profiler-range"
+    assert len(launches) == 120 and launches["in_region"].all()
+    plan = plan_launches(launches)
+    assert all(r.launch_skip == 0 for r in plan.rounds)
+    session = nsdiag.load(DATA / "programs" / "step_range")
+    _, _, from_start = mark_region(session, kernel_launches(session.timeline), "auto", None)
+    assert from_start is False
+    # Asked to profile from the start, ncu counts every launch: the range's launches come late.
+    every, _ = _phase1("step_range", True)
+    assert len(every) > 10_000 and every["in_region"].sum() == 120
+
+
+@pytest.mark.parametrize("name", ["train_loader", "infer_cnn", "elementwise"])
+def test_every_chosen_signature_is_reached_inside_the_region(name: str) -> None:
+    launches, region = _phase1(name)
+    assert region.iterations
+    plan = plan_launches(launches)
+    positions = _profiled_positions(launches, plan)
+    reached = [s for s in plan.signatures if positions & set(s.positions)]
+    assert len(reached) == len(plan.signatures) - len(plan.uncovered)
