@@ -48,7 +48,7 @@ def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) ->
         bound=v.bound,
         limiter=v.limiter,
         verdict=verdict.sentence(name, v, roof.pct_of_roof),
-        verdict_note=_join_notes(v.note, _duration_groups_note(row)),
+        verdict_note=_join_notes(v.note, v.aside, roof.note, _duration_groups_note(row)),
         roofline=roof,
         metrics=_metrics(row),
         findings=findings,
