@@ -11,13 +11,15 @@ from typing import cast
 import numpy as np
 import pandas as pd
 
+from nsdiag.analysis.tensor import TENSOR_DERIVED, add_tensor_flops
 from nsdiag.model.catalogue import STALL_REASONS
 
 DERIVED_METRICS: dict[str, str] = {
     "flop_fp32": "FP32 floating-point operations (add + mul + 2*fma).",
     "flop_fp64": "FP64 floating-point operations.",
     "flop_fp16": "FP16 floating-point operations (2*add + 2*mul + 4*fma).",
-    "flop_tensor": "Tensor-core operations counted as FLOPs.",
+    "flop_tensor": "Tensor-core operations counted as FLOPs (all precisions).",
+    **TENSOR_DERIVED,
     "flop_total": "All floating-point operations, tensor-core ones included.",
     "l2_bytes": "Bytes through L2 (32 per sector).",
     "global_load_sectors_per_request": "Sectors per global load request (4 is ideal for 4-byte "
@@ -92,7 +94,7 @@ def _add_flops(k: pd.DataFrame) -> None:
             (2 * scale, f"{fma}_per_cycle"),
         )
         k[f"flop_{precision}"] = counted.fillna(rates * cycles)
-    k["flop_tensor"] = _col(k, "tensor_ops")
+    add_tensor_flops(k)  # flop_tensor and flop_tensor_<precision>
     k["flop_total"] = _sum(
         k, (1, "flop_fp32"), (1, "flop_fp64"), (1, "flop_fp16"), (1, "flop_tensor")
     )

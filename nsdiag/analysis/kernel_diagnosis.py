@@ -32,7 +32,7 @@ def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) ->
     """`row` is the signature's row of the aggregated table (its typical launch)."""
     name = str(row["name"])
     v = verdict.classify(row)
-    roof = roofline.position(row, inputs.ceiling)
+    roof = roofline.position(row, inputs.ceiling, inputs.session.meta.get("device", {}).get("name"))
     total = inputs.total_gpu_time_ns
     share = row["total_duration_ns"] / total if total else math.nan
     values = kernel_values(KernelFacts(row, v, roof, share))
@@ -51,7 +51,7 @@ def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) ->
         bound=v.bound,
         limiter=v.limiter,
         verdict=verdict.sentence(name, v, roof.pct_of_roof),
-        verdict_note=_join_notes(v.note, _duration_groups_note(row)),
+        verdict_note=_join_notes(v.note, v.aside, roof.note, _duration_groups_note(row)),
         roofline=roof,
         metrics=_metrics(row),
         findings=findings,

@@ -50,14 +50,26 @@ def requestable(metric: str) -> bool:
 
 
 def rule_metrics(known_bases: Collection[str]) -> list[str]:
-    """For each catalogue metric, its first ncu name whose base the chip knows; every known
-    base a pattern entry matches (tensor-core operation paths)."""
+    """For each catalogue metric, its first ncu name whose base the chip knows; for an entry
+    that adds up a group of metrics, the first group the chip knows entirely (on the H200 one
+    per-precision sum of tensor operations each, not the per-instruction paths); every known
+    base a pattern entry matches (the dense tensor-core operation paths)."""
     known = set(known_bases)
     out: list[str] = []
     for spec in CATALOGUE.values():
         if spec.pattern:
             pattern = re.compile(spec.pattern)
             out += sorted(f"{b}.sum" for b in known if pattern.match(f"{b}.sum"))
+            continue
+        if spec.groups:
+            out += next(
+                (
+                    list(group)
+                    for group in spec.groups
+                    if all(base_name(n) in known and requestable(n) for n in group)
+                ),
+                [],
+            )
             continue
         for name in spec.ncu:
             if name.startswith(_FROM_SECTIONS):

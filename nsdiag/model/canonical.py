@@ -21,6 +21,9 @@ def canonical_metrics(raw: pd.DataFrame) -> pd.DataFrame:
         found = [n for n in spec.ncu if n in available]
         if not found or spec.pattern:
             continue
+        if spec.groups:
+            columns[spec.name] = _first_group_sum(raw, spec.groups)
+            continue
         series = pd.to_numeric(raw[found[0]], errors="coerce")
         for fallback in found[1:]:
             series = series.fillna(pd.to_numeric(raw[fallback], errors="coerce"))
@@ -34,6 +37,18 @@ def canonical_metrics(raw: pd.DataFrame) -> pd.DataFrame:
                     raw[matched].apply(pd.to_numeric, errors="coerce").sum(axis=1, min_count=1)
                 )
     return pd.DataFrame(columns, index=raw.index)
+
+
+def _first_group_sum(raw: pd.DataFrame, groups: tuple[tuple[str, ...], ...]) -> pd.Series:
+    """Per row, the sum of the first group of which any metric was collected (a later group
+    fills only rows the earlier ones leave empty, so no operation is counted twice)."""
+    total = pd.Series(float("nan"), index=raw.index, dtype="float64")
+    for group in groups:
+        present = [n for n in group if n in raw.columns]
+        if present:
+            values = raw[present].apply(pd.to_numeric, errors="coerce")
+            total = total.fillna(values.sum(axis=1, min_count=1).astype("float64"))
+    return total
 
 
 def canonical_from_labels(values: dict[str, float]) -> dict[str, float]:

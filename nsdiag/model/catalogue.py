@@ -4,11 +4,17 @@ Each canonical metric lists ncu metric names in order of preference; the first o
 report wins, so names that differ between ncu versions or GPU generations are fallbacks of one
 another. Values are stored in base units (ns, bytes, bytes/s, Hz, %, counts, ratios).
 Details-page labels (what `--page details` prints instead of metric names) map here too.
+
+A few quantities are a sum of several ncu metrics whose names differ by GPU (tensor-core
+operations per precision: one aggregate on Hopper, one per accumulator type on Ampere and Ada);
+their entries list the alternatives as `groups`, each a set of metrics to add up.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from nsdiag.model.tensor_peaks import NCU_TENSOR_OPS_GROUPS
 
 
 @dataclass(frozen=True)
@@ -19,6 +25,9 @@ class MetricSpec:
     description: str
     labels: tuple[str, ...] = field(default=())  # "Section Name/Metric Label" on the details page
     pattern: str = ""  # regex: sum every raw metric it matches
+    # Alternatives, preferred first, each a set of ncu metrics that together count the quantity:
+    # the first set of which any metric is present is added up (`ncu` lists the same names).
+    groups: tuple[tuple[str, ...], ...] = field(default=())
 
 
 # Warp stall reasons, as named in smsp__average_warps_issue_stalled_<R>_per_issue_active.ratio.
@@ -780,9 +789,35 @@ _PATTERNS: list[MetricSpec] = [
         "tensor_ops",
         (),
         "ops",
-        "Tensor-core operations (all sm__ops_path_tensor_op_* paths).",
-        pattern=r"^sm__ops_path_tensor_op_.*\.sum$",
+        "Dense tensor-core operations over the per-instruction paths (wgmma and mma.sync, "
+        "sparsity off); the per-precision counts below are preferred (analysis/tensor.py).",
+        pattern=r"^sm__ops_path_tensor_op_[a-z]+_src_[a-z0-9_]+_sparsity_off\.sum$",
     ),
+    MetricSpec(
+        "tensor_ops_mma_sync",
+        (),
+        "ops",
+        "Dense tensor-core operations on the legacy mma.sync path (HMMA, IMMA): on Hopper that "
+        "path peaks at 2/3 of the wgmma rate.",
+        pattern=r"^sm__ops_path_tensor_op_(hmma|imma)_src_[a-z0-9_]+_sparsity_off\.sum$",
+    ),
+]
+
+# Tensor-core operations per input precision (a multiply-add is 2), every instruction path,
+# dense and sparse: the work the roofline places under that precision's tensor roof. On the
+# H200 (ncu 2025.3) one aggregate per precision: sm__ops_path_tensor_src_{fp16,bf16_dst_fp32,
+# tf32_dst_fp32,int8,fp64}.sum, fp8 split by sparsity; the other sets are other GPUs' names
+# (nsdiag/model/tensor_peaks.py says which were verified). fp4 (Blackwell only) has no entry.
+TENSOR_OPS_PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "tf32", "fp8", "int8", "fp64")
+_TENSOR_OPS: list[MetricSpec] = [
+    MetricSpec(
+        f"tensor_ops_{precision}",
+        tuple(name for group in NCU_TENSOR_OPS_GROUPS[precision] for name in group),
+        "ops",
+        f"Tensor-core operations on {precision} inputs (every path, dense and sparse).",
+        groups=NCU_TENSOR_OPS_GROUPS[precision],
+    )
+    for precision in TENSOR_OPS_PRECISIONS
 ]
 
 _STALLS: list[MetricSpec] = [
@@ -799,7 +834,9 @@ _STALLS: list[MetricSpec] = [
     for r in STALL_REASONS
 ]
 
-CATALOGUE: dict[str, MetricSpec] = {spec.name: spec for spec in _CORE + _PATTERNS + _STALLS}
+CATALOGUE: dict[str, MetricSpec] = {
+    spec.name: spec for spec in _CORE + _PATTERNS + _TENSOR_OPS + _STALLS
+}
 
 # Identity columns every kernel row has, besides the canonical metrics.
 IDENTITY_COLUMNS: tuple[str, ...] = (

@@ -13,6 +13,7 @@ from typing import Any, cast
 import pandas as pd
 
 from nsdiag.errors import InputError
+from nsdiag.model.canonical import canonical_metrics
 from nsdiag.model.session import Session
 
 MANIFEST = "session.json"
@@ -68,7 +69,20 @@ def load(directory: Path) -> Session:
         )
         for name in TABLES
     }
+    tables["kernels"] = _with_new_catalogue_metrics(tables["kernels"], tables["raw"])
     return Session(**tables, raw_units=manifest.get("raw_units", {}), meta=manifest.get("meta", {}))
+
+
+def _with_new_catalogue_metrics(kernels: pd.DataFrame, raw: pd.DataFrame) -> pd.DataFrame:
+    """A session saved by an older nsdiag lacks the catalogue metrics added since: read them
+    from its raw table (same rows, same order), as the readers would have."""
+    if raw.empty or len(raw) != len(kernels):
+        return kernels
+    canonical = canonical_metrics(raw)
+    new = [c for c in canonical.columns if c not in kernels.columns]
+    if not new:
+        return kernels
+    return pd.concat([kernels, canonical[new].set_axis(kernels.index)], axis=1)
 
 
 def _read_table(path: Path, columns: list[str], dtypes: dict[str, str]) -> pd.DataFrame:

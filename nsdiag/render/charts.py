@@ -27,6 +27,17 @@ BOUND_COLORS = {
 }
 BOUND_ORDER = ("memory", "compute", "latency", "launch", "unknown")
 ROOF_COLORS = {"fp64": "#6b4f2a", "fp32": "#2a6b3c", "fp16": "#2a5a6b", "tensor": "#6b2a5e"}
+# Tensor-core roofs, one per precision (dashed, to tell them from the CUDA-core roofs).
+TENSOR_ROOF_COLORS = {
+    "fp16": "#8e3b8a",
+    "bf16": "#b0457a",
+    "tf32": "#7a4bb0",
+    "fp8": "#c0392b",
+    "int8": "#a0522d",
+    "fp4": "#d35400",
+    "fp64": "#5b3a29",
+}
+CUDA_CORE_ROOFS = ("fp64", "fp32", "fp16")
 KIND_COLORS = {
     "kernel": "#3b7dd8",
     "memcpy": "#f08a24",
@@ -62,40 +73,68 @@ def axis(**kwargs: Any) -> dict[str, Any]:
 
 
 def _reference_peaks(diagnosis: Diagnosis) -> dict[str, float]:
-    """The device peaks, from the longest kernel that reports them (they share one device)."""
+    """The device's DRAM and CUDA-core peaks, from the longest kernel that reports them (they
+    share one device); tensor roofs are per precision (`tensor_roofs`)."""
     for kernel in diagnosis.kernels:
         peaks = {k: number(v) for k, v in kernel.roofline.peaks.to_json().items()}
         if peaks.get("dram_bytes_per_s"):
-            return {k: v for k, v in peaks.items() if v}
+            return {k: v for k, v in peaks.items() if v and k != "tensor_flops"}
     return {}
+
+
+def tensor_roofs(kernels: list[KernelDiagnosis]) -> dict[str, float]:
+    """One roof per tensor precision the kernels use: its dense peak at the highest SM clock
+    measured among them. A kernel's own roof is at its own clock, never above this one, so every
+    tensor kernel is drawn under the roof of its precision."""
+    roofs: dict[str, float] = {}
+    for kernel in kernels:
+        r = kernel.roofline
+        peak = number(r.tensor_peak_flops_per_s)
+        if r.precision == "tensor" and r.tensor_precision and peak:
+            roofs[r.tensor_precision] = max(peak, roofs.get(r.tensor_precision, 0.0))
+    return roofs
 
 
 def on_roofline(kernel: KernelDiagnosis) -> bool:
     """Whether the kernel can be drawn: positive intensity and FLOP rate."""
     r = kernel.roofline
-    return (number(r.arithmetic_intensity) or 0) > 0 and (number(r.achieved_flops_per_s) or 0) > 0
+    return (number(r.arithmetic_intensity) or 0) > 0 and point_flops(kernel) > 0
+
+
+def point_flops(kernel: KernelDiagnosis) -> float:
+    """The height of a kernel's point: its tensor work's rate when it sits under a tensor roof
+    (the work that roof bounds, a time-weighted rate over the signature's launches), else all
+    its FLOPs per second."""
+    r = kernel.roofline
+    tensor = number(r.achieved_tensor_flops_per_s)
+    if r.precision == "tensor" and r.tensor_precision and tensor:
+        return tensor
+    return number(r.achieved_flops_per_s) or 0.0
 
 
 def roofline(
     diagnosis: Diagnosis, names: dict[str, str], max_points: int = 1000
 ) -> go.Figure | None:
-    """Log-log roofline: DRAM and compute roofs, each kernel a point sized by its time share."""
+    """Log-log roofline: the DRAM slope, the CUDA-core roofs and a dense tensor roof per
+    precision the kernels use; each kernel a point sized by its time share, under the roof of
+    the precision it uses."""
     peaks = _reference_peaks(diagnosis)
     bandwidth = peaks.get("dram_bytes_per_s")
     points = [k for k in diagnosis.kernels[:max_points] if on_roofline(k)]
     if not bandwidth or not points:
         return None
     intensities = [k.roofline.arithmetic_intensity for k in points]
-    compute = {
-        p: peaks[f"{p}_flops"]
-        for p in ("fp64", "fp32", "fp16", "tensor")
-        if peaks.get(f"{p}_flops")
-    }
-    top = max(compute.values(), default=max(k.roofline.achieved_flops_per_s for k in points))
+    compute = {p: peaks[f"{p}_flops"] for p in CUDA_CORE_ROOFS if peaks.get(f"{p}_flops")}
+    tensor = tensor_roofs(points)
+    top = max(
+        [*compute.values(), *tensor.values()],
+        default=max(point_flops(k) for k in points),
+    )
     x_min = min(min(intensities) / 3, 1e-2)
     x_max = max(max(intensities) * 3, top / bandwidth * 30, 1e2)
     fig = go.Figure()
     _add_roofs(fig, diagnosis, bandwidth, compute, (x_min, x_max, top))
+    _add_tensor_roofs(fig, bandwidth, tensor, x_max)
     _add_points(fig, points, names)
     return fig.update_layout(
         **layout(
@@ -137,16 +176,39 @@ def _add_roofs(
             )
         )
     for precision, peak in compute.items():
-        fig.add_trace(
-            go.Scatter(
-                x=[peak / bandwidth, x_max],
-                y=[peak, peak],
-                mode="lines",
-                name=f"{precision.upper()} peak {fmt.rate(peak, 'FLOP/s')}",
-                line={"color": ROOF_COLORS[precision], "width": 2},
-                hoverinfo="name",
-            )
+        name = f"{precision.upper()} peak {fmt.rate(peak, 'FLOP/s')}"
+        fig.add_trace(_flat_roof(peak, bandwidth, x_max, name, ROOF_COLORS[precision]))
+
+
+def _add_tensor_roofs(
+    fig: go.Figure, bandwidth: float, roofs: dict[str, float], x_max: float
+) -> None:
+    """A dashed flat roof per tensor precision, from its ridge point on the DRAM slope."""
+    for precision in sorted(roofs, key=lambda p: roofs[p]):
+        peak = roofs[precision]
+        name = f"{precision.upper()} tensor peak {fmt.rate(peak, 'FLOP/s')} (dense)"
+        color = TENSOR_ROOF_COLORS.get(precision, ROOF_COLORS["tensor"])
+        about = (
+            f"dense {precision} tensor-core peak at the highest SM clock measured among these "
+            "kernels; each kernel's own roof is at its own clock"
         )
+        fig.add_trace(_flat_roof(peak, bandwidth, x_max, name, color, about))
+
+
+def _flat_roof(
+    peak: float, bandwidth: float, x_max: float, name: str, color: str, about: str = ""
+) -> go.Scatter:
+    """A compute roof from its ridge point on the DRAM slope to the right edge; dashed (and
+    explained on hover) when `about` is given."""
+    return go.Scatter(
+        x=[peak / bandwidth, x_max],
+        y=[peak, peak],
+        mode="lines",
+        name=name,
+        line={"color": color, "width": 2, **({"dash": "dash"} if about else {})},
+        hovertext=about or None,
+        hoverinfo="name+text" if about else "name",
+    )
 
 
 def _add_points(fig: go.Figure, points: list[KernelDiagnosis], names: dict[str, str]) -> None:
@@ -159,7 +221,7 @@ def _add_points(fig: go.Figure, points: list[KernelDiagnosis], names: dict[str, 
         fig.add_trace(
             go.Scatter(
                 x=[k.roofline.arithmetic_intensity for k in group],
-                y=[k.roofline.achieved_flops_per_s for k in group],
+                y=[point_flops(k) for k in group],
                 mode="markers",
                 name=f"{bound}-bound",
                 marker={
@@ -179,14 +241,15 @@ def _add_points(fig: go.Figure, points: list[KernelDiagnosis], names: dict[str, 
 def _roofline_hover(kernel: KernelDiagnosis, names: dict[str, str]) -> str:
     r = kernel.roofline
     name = fmt.plotly_text(names.get(kernel.name, kernel.name))
-    achieved = fmt.rate(r.achieved_flops_per_s, "FLOP/s")
+    achieved = fmt.rate(point_flops(kernel), "FLOP/s")
     return "<br>".join(
         [
             f"<b>{name}</b>",
             f"{kernel.bound}-bound, limiter {fmt.plotly_text(kernel.limiter or fmt.MISSING)}",
             f"intensity {fmt.num(r.arithmetic_intensity)} FLOP/B",
-            f"achieved {achieved} ({fmt.plotly_text(r.precision)})",
+            f"achieved {achieved} ({fmt.plotly_text(r.roof)})",
             f"{fmt.pct(r.pct_of_roof)} of roof, {fmt.share(kernel.time_share)} of GPU time",
+            *(fmt.plotly_text(part) for part in r.note.split("; ") if part),
         ]
     )
 
