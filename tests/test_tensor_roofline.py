@@ -42,7 +42,9 @@ def session(path: str) -> Session:
 
 @cache
 def diagnosis(path: str) -> Diagnosis:
-    return diagnose(session(path))
+    # every profiled kernel, warm-up launches included (the region would leave out the cuDNN
+    # autotuning candidates that ran only in the first batches)
+    return diagnose(session(path), region="all")
 
 
 def tensor_kernels(path: str) -> list[KernelDiagnosis]:
