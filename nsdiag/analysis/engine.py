@@ -4,6 +4,7 @@ program findings, all ranked in one currency (the time a fix saves in the region
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -11,7 +12,7 @@ import pandas as pd
 from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.derived import add_derived
 from nsdiag.analysis.diagnosis import Diagnosis, Skipped, TimelineSummary
-from nsdiag.analysis.kernel_diagnosis import KernelInputs, diagnose_kernel
+from nsdiag.analysis.kernel_diagnosis import KernelInputs, diagnose_kernel, matrix_references
 from nsdiag.analysis.program import needs_timeline, program_findings
 from nsdiag.analysis.roofline import measured_dram_ceiling
 from nsdiag.analysis.rulespec import RuleSpec, default_rules
@@ -49,7 +50,9 @@ def diagnose(
     wall_ns = float(chosen.wall_ns) if chosen is not None else total_ns
     ceiling = measured_dram_ceiling(derived) if session.has_kernels() else None
     inputs = KernelInputs(session, kernel_rules, total_ns, ceiling, wall_ns)
-    kernels = [diagnose_kernel(index, row, inputs) for index, row in enumerate(records(signatures))]
+    rows = records(signatures)
+    inputs = replace(inputs, references=matrix_references(rows, inputs))
+    kernels = [diagnose_kernel(index, row, inputs) for index, row in enumerate(rows)]
     ctx = ProgramContext(
         session=scoped,
         derived=derived,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nsdiag.analysis import roofline, verdict
 from nsdiag.analysis.diagnosis import Finding, KernelDiagnosis, NcuRuleResult, Skipped
+from nsdiag.analysis.gemm_reference import GemmReference, MatrixKernel, reference_for, references
 from nsdiag.analysis.rule_context import KernelFacts, kernel_values
 from nsdiag.analysis.rule_eval import evaluate_rule
 from nsdiag.analysis.rulespec import RuleSpec
@@ -26,16 +27,46 @@ class KernelInputs:
     total_gpu_time_ns: float
     ceiling: roofline.MeasuredCeiling | None
     wall_ns: float  # the currency's denominator: the region's wall time, else the GPU time
+    references: Mapping[str, GemmReference] = field(default_factory=dict)  # per precision
+
+    @property
+    def device(self) -> Mapping[str, Any]:
+        device = self.session.meta.get("device", {})
+        return device if isinstance(device, Mapping) else {}
+
+
+def place(row: Mapping[str, Any], inputs: KernelInputs) -> roofline.RooflinePosition:
+    """The signature's roofline position (its typical launch, under this GPU's roofs)."""
+    return roofline.position(row, inputs.ceiling, inputs.device.get("name"))
+
+
+def matrix_references(
+    rows: Sequence[Mapping[str, Any]], inputs: KernelInputs
+) -> dict[str, GemmReference]:
+    """What the aligned matrix kernels among `rows` reach, per tensor precision
+    (analysis/gemm_reference.py), for the gemm-misaligned estimate."""
+    kernels = [
+        MatrixKernel(
+            str(r.get("demangled") or r["name"]), float(r["total_duration_ns"]), place(r, inputs)
+        )
+        for r in rows
+    ]
+    cc = inputs.device.get("cc")
+    return references(kernels, str(cc) if cc else None, str(inputs.device.get("name") or ""))
 
 
 def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) -> KernelDiagnosis:
     """`row` is the signature's row of the aggregated table (its typical launch)."""
     name = str(row["name"])
     v = verdict.classify(row)
-    roof = roofline.position(row, inputs.ceiling, inputs.session.meta.get("device", {}).get("name"))
+    roof = place(row, inputs)
     total = inputs.total_gpu_time_ns
     share = row["total_duration_ns"] / total if total else math.nan
-    values = kernel_values(KernelFacts(row, v, roof, share))
+    cc = inputs.device.get("cc")
+    facts = KernelFacts(
+        row, v, roof, share, str(cc) if cc else None, reference_for(inputs.references, roof)
+    )
+    values = kernel_values(facts)
     time = (float(row["total_duration_ns"]), inputs.wall_ns)
     findings, skipped = _apply(inputs.rules, values, name, time)
     findings = _verdict_first(findings, v.limiter)

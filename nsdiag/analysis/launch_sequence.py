@@ -26,6 +26,8 @@ from nsdiag.model.values import number
 
 COLUMNS = (
     "name",
+    "grid",
+    "block",
     "process_id",
     "stream",
     "range",
@@ -129,6 +131,8 @@ def from_profiled(ctx: ProgramContext) -> pd.DataFrame:
     frame = pd.DataFrame(
         {
             "name": d["name"].astype(str),
+            "grid": d["grid"].astype(str) if "grid" in d else "",
+            "block": d["block"].astype(str) if "block" in d else "",
             "process_id": d.get("process_id", 0),
             "stream": d.get("stream", 0),
             "range": rng.astype("object").where(rng.notna(), "").astype(str),

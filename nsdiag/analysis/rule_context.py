@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nsdiag.analysis.derived import DERIVED_METRICS
+from nsdiag.analysis.gemm_reference import GemmReference, is_fallback
 from nsdiag.analysis.roofline import RooflinePosition
 from nsdiag.analysis.verdict import LAUNCH_NS, SATURATED_PCT, Verdict
 from nsdiag.model.catalogue import CATALOGUE
@@ -48,6 +49,8 @@ class KernelFacts:
     verdict: Verdict
     roofline: RooflinePosition
     time_share: float
+    device_cc: str | None = None  # the GPU's compute capability, "9.0"
+    reference: GemmReference | None = None  # what aligned matrix kernels reach (its precision)
 
 
 @dataclass(frozen=True)
@@ -61,12 +64,39 @@ def _fp_pipe_pct(facts: KernelFacts) -> float:
     return max((p for p in pipes if p is not None), default=math.nan)
 
 
+def _fallback_reasons(facts: KernelFacts) -> list[str]:
+    return is_fallback(
+        str(facts.launch.get("demangled") or facts.launch.get("name", "")), facts.device_cc
+    )
+
+
+def _reference_rate(facts: KernelFacts) -> float:
+    return facts.reference.flops_per_s if facts.reference is not None else math.nan
+
+
 def _of_ceiling(facts: KernelFacts) -> float:
     pct = facts.roofline.pct_of_measured_ceiling
     return math.nan if pct is None else pct
 
 
 CONTEXT_VALUES: dict[str, ContextValue] = {
+    "gemm_fallback": ContextValue(
+        "1 when the kernel is a GEMM or convolution running a fallback kernel on this GPU (built "
+        "for an older architecture, or aligned below 16 bytes: model/kernel_facts.py), else 0.",
+        lambda f: 1.0 if _fallback_reasons(f) else 0.0,
+    ),
+    "tensor_flops_per_s": ContextValue(
+        "Tensor-core FLOP/s the kernel reaches.", lambda f: f.roofline.achieved_tensor_flops_per_s
+    ),
+    "pct_of_tensor_roof": ContextValue(
+        "Tensor-core FLOP/s as % of the dense peak of their precision at the kernel's clock.",
+        lambda f: f.roofline.pct_of_tensor_roof,
+    ),
+    "aligned_tensor_flops_per_s": ContextValue(
+        "Tensor-core FLOP/s aligned matrix kernels of the same precision reach on this GPU "
+        "(analysis/gemm_reference.py).",
+        _reference_rate,
+    ),
     "time_share": ContextValue("Share of the program's GPU time (0-1).", lambda f: f.time_share),
     "mem_pct": ContextValue("The busiest memory unit, % of its peak.", lambda f: f.verdict.mem_pct),
     "compute_pct": ContextValue(
@@ -99,8 +129,18 @@ def rule_names(params: Mapping[str, float] | None = None) -> frozenset[str]:
     )
 
 
+# Text a rule's message may show (never read by a condition).
+TEXT_VALUES: dict[str, Callable[[KernelFacts], str]] = {
+    "fallback_reasons": lambda f: "; ".join(_fallback_reasons(f)),
+    "reference_source": lambda f: f.reference.source if f.reference else "",
+    "tensor_precision": lambda f: f.roofline.tensor_precision or "",
+}
+
+
 def kernel_values(facts: KernelFacts) -> dict[str, Any]:
-    """What a kernel rule sees: the signature's row and every context value."""
+    """What a kernel rule sees: the signature's row, every context value, and the texts its
+    message may show."""
     values = dict(facts.launch)
     values.update({name: value.compute(facts) for name, value in CONTEXT_VALUES.items()})
+    values.update({name: text(facts) for name, text in TEXT_VALUES.items()})
     return values

@@ -17,6 +17,8 @@ from nsdiag.resources import rules_dir
 KERNEL_CAUSES = frozenset(
     {
         "dram-bandwidth-saturated",
+        "gemm-misaligned",
+        "degenerate-gemm",
         "uncoalesced-global-access",
         "shared-bank-conflicts",
         "local-memory-spill",
