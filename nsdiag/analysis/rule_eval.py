@@ -8,6 +8,10 @@ The policy for missing metrics, in the order it applies:
    ("missing X"), so a missing metric never makes a condition silently true (`not (x < 50)`)
    or false. When the known values decide (`a >= 10 and x < 50` with a = 5) they decide.
 An impact formula that reads a missing name gives no estimate (0); the finding stands.
+
+No finding stands on nothing: when every metric the condition reads, or every value its evidence
+would show, is zero or missing, the rule stays silent (`local_sectors >= 0.05 * lsu_sectors` holds
+as 0 >= 0 on a kernel with no local or global traffic through L1, and said nothing true).
 """
 
 from __future__ import annotations
@@ -57,6 +61,11 @@ def evaluate_rule(rule: RuleSpec, values: Mapping[str, Any]) -> Finding | Skippe
         return Skipped(rule.id, f"missing {', '.join(rule.condition.missing(filled))}")
     if not held:
         return None
+    evidence = _evidence(rule, values, rule.condition.comparisons())
+    if _no_signal([values.get(n) for n in rule.condition.names]) or _no_signal(
+        [e.value for e in evidence]
+    ):
+        return None
     recoverable = number(rule.impact.evaluate(filled)) if rule.impact is not None else None
     recoverable = 0.0 if recoverable is None else min(max(recoverable, 0.0), 1.0)
     share = values.get("time_share") or 0.0
@@ -69,8 +78,13 @@ def evaluate_rule(rule: RuleSpec, values: Mapping[str, Any]) -> Finding | Skippe
         message=_FORMATTER.format(rule.message, **values),
         fix=_FORMATTER.format(rule.fix, **values),
         impact_basis=rule.impact_basis,
-        evidence=_evidence(rule, values, rule.condition.comparisons()),
+        evidence=evidence,
     )
+
+
+def _no_signal(measured: Sequence[Any]) -> bool:
+    """True when every value is zero or missing (an empty list has no signal either)."""
+    return all(missing(v) or number(v) == 0 for v in measured)
 
 
 def _evidence(
