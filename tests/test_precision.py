@@ -120,3 +120,51 @@ def test_no_finding_on_evidence_that_is_all_zero_or_missing(path: str) -> None:
         for f in k.findings:
             values = [e.value for e in f.evidence]
             assert any(v not in (None, 0) for v in values), (k.name, f.rule, values)
+
+
+# ------------------------------------------------------------- uncoalesced stores
+
+
+def test_strided_stores_fire_uncoalesced_access_and_say_stores() -> None:
+    """Calibration pair recorded for this: a stride-32 scatter of a coalesced read, 12.6x
+    slower than its twin on the H200 (tests/data/logs/calib_extra.log)."""
+    bad = finding(kernel(CALIB_EXTRA, "uncoalesced_global_store_bad("), "NSD103")
+    assert "stores" in bad.message and "loads and stores" not in bad.message
+    ev = evidence(bad)
+    assert ev["global_store_bytes_per_sector"] == 4.0
+    assert ev["global_store_sectors_per_request"] == 32.0
+    assert ev["global_load_bytes_per_sector"] == 32.0
+    # weighted by the stores' share of sectors (8 of 9): (1 - 4/32) * 8/9 * 44% busy
+    assert bad.recoverable == pytest.approx(0.875 * 67108864 / 75497472 * 0.444, rel=0.02)
+    assert "NSD103" not in fired(kernel(CALIB_EXTRA, "uncoalesced_global_store_good("))
+
+
+def test_strided_loads_still_say_loads() -> None:
+    f = finding(kernel(CALIB, "uncoalesced_global_access_bad("), "NSD103")
+    assert "loads" in f.message and "stores" not in f.message.split(":")[0]
+    assert "NSD103" not in fired(kernel(CALIB, "uncoalesced_global_access_good("))
+
+
+def test_cudnn_layout_conversion_with_strided_stores() -> None:
+    """cuDNN's nhwcToNchwKernel in a ResNet-18 training step writes 12 of every 32 bytes."""
+    k = kernel(TRAIN_LOADER, "nhwcToNchwKernel<__nv_bfloat16, __nv_bfloat16", "(1, 16, 512)")
+    f = finding(k, "NSD103")
+    assert "stores" in f.message
+    assert evidence(f)["global_store_bytes_per_sector"] == 12.0
+
+
+def test_a_single_stored_sector_is_no_uncoalesced_access() -> None:
+    """Convolutions that load through TMA store one flag sector with plain stores (4 of 32
+    bytes); 1 sector of millions is no memory problem."""
+    k = kernel(TORCH, "sm90_xmma_fprop_implicit_gemm")
+    assert k.metrics["global_store_sectors"] == 1
+    assert "NSD103" not in fired(k)
+
+
+@pytest.mark.parametrize("path", PROGRAMS)
+def test_the_side_named_is_the_side_that_fired(path: str) -> None:
+    """The message's side (rule_context.py) and the rule's condition read the same constants."""
+    for k in diagnosis(path).kernels:
+        for f in k.findings:
+            if f.rule == "NSD103":
+                assert not f.message.startswith("Global accesses"), (k.name, f.message)

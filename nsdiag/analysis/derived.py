@@ -23,6 +23,12 @@ DERIVED_METRICS: dict[str, str] = {
     "global_load_sectors_per_request": "Sectors per global load request (4 is ideal for 4-byte "
     "loads).",
     "global_store_sectors_per_request": "Sectors per global store request.",
+    "global_load_waste": "Share of the global load sectors that reach L2 carrying no useful "
+    "bytes: (1 - useful bytes per sector / 32) x (1 - L1 hit rate); 0 with no plain loads.",
+    "global_store_waste": "The same for global stores (L1 merges partial writes to one sector "
+    "before they leave the SM, which its hit rate counts).",
+    "global_load_sector_share": "Global load sectors, share of global load + store sectors (0-1).",
+    "global_store_sector_share": "Global store sectors, share of global load + store sectors.",
     "shared_bank_conflict_pct": "Shared-memory wavefronts caused by bank conflicts, % of all.",
     "shared_ways": "Shared-memory wavefronts per request (1 = no conflict).",
     "local_sectors": "Local-memory sectors (loads + stores).",
@@ -109,6 +115,13 @@ def _add_memory(k: pd.DataFrame) -> None:
     k["global_store_sectors_per_request"] = _ratio(
         _col(k, "global_store_sectors"), _col(k, "global_store_requests")
     )
+    missed = 1 - _col(k, "l1_hit_rate_pct") / 100
+    global_sectors = _sum(k, (1, "global_load_sectors"), (1, "global_store_sectors"))
+    for side in ("load", "store"):
+        useful = _col(k, f"global_{side}_bytes_per_sector")
+        waste = ((1 - useful / 32) * missed).where(useful > 0, 0.0)  # 0: no plain accesses
+        k[f"global_{side}_waste"] = waste.where(useful.notna())
+        k[f"global_{side}_sector_share"] = _ratio(_col(k, f"global_{side}_sectors"), global_sectors)
     wavefronts = _sum(k, (1, "shared_load_wavefronts"), (1, "shared_store_wavefronts"))
     conflicts = _sum(k, (1, "shared_load_bank_conflicts"), (1, "shared_store_bank_conflicts"))
     requests = _sum(k, (1, "shared_load_requests"), (1, "shared_store_requests"))

@@ -10,6 +10,9 @@ A rule's condition, impact, evidence and message read names from:
 - named constants (`CONSTANTS`), thresholds that the code and the rules share;
 - a rule's own `params`.
 The rule loader accepts exactly these names (`rule_names`), so a typo fails when rules load.
+A rule's message and fix may also name the text values (`TEXT_VALUES`): words computed per
+signature for the message (which side of the memory traffic, which kind of kernel), never read by
+a condition.
 """
 
 from __future__ import annotations
@@ -29,9 +32,18 @@ from nsdiag.model.values import number, number_or
 
 _GEMM_NAME = re.compile(r"gemm|sm\d+_xmma|cutlass|matmul|mma", re.IGNORECASE)
 
+# Uncoalesced global access (NSD103), per side (loads, stores): the message names the sides
+# that meet the rule's condition, so both read these.
+COALESCED_BYTES = 16.0  # fewer useful bytes per 32-byte sector than this: uncoalesced
+UNCOALESCED_WASTE = 0.25  # share of a side's sectors fetched but unused, past L1, that matters
+SIDE_TRAFFIC_SHARE = 0.1  # a side with fewer sectors than this share of L2's is no memory problem
+
 CONSTANTS: dict[str, float] = {
     "SATURATED_PCT": SATURATED_PCT,  # a unit this busy (% of peak) is saturated
     "LAUNCH_NS": LAUNCH_NS,  # a kernel shorter than this costs about what its launch costs
+    "COALESCED_BYTES": COALESCED_BYTES,
+    "UNCOALESCED_WASTE": UNCOALESCED_WASTE,
+    "SIDE_TRAFFIC_SHARE": SIDE_TRAFFIC_SHARE,
 }
 SIGNATURE_VALUES: dict[str, str] = {
     "launches": "Launches of the signature (the timeline's count where it knows more).",
@@ -92,6 +104,41 @@ CONTEXT_VALUES: dict[str, ContextValue] = {
 }
 
 
+@dataclass(frozen=True)
+class TextValue:
+    description: str
+    compute: Callable[[Mapping[str, Any]], str]  # from the values a rule sees
+
+
+def _uncoalesced(values: Mapping[str, Any], side: str) -> bool:
+    """NSD103's condition for one side ("load", "store"), with the same constants."""
+    useful = number(values.get(f"global_{side}_bytes_per_sector"))
+    waste = number(values.get(f"global_{side}_waste"))
+    sectors = number(values.get(f"global_{side}_sectors"))
+    l2 = number(values.get("l2_sectors"))
+    if useful is None or waste is None or sectors is None or l2 is None:
+        return False
+    return (
+        0 < useful < COALESCED_BYTES
+        and waste >= UNCOALESCED_WASTE
+        and sectors >= SIDE_TRAFFIC_SHARE * l2
+    )
+
+
+def _uncoalesced_side(values: Mapping[str, Any]) -> str:
+    sides = tuple(side for side in ("load", "store") if _uncoalesced(values, side))
+    names = {("load",): "loads", ("store",): "stores", ("load", "store"): "loads and stores"}
+    return names.get(sides, "accesses")
+
+
+TEXT_VALUES: dict[str, TextValue] = {
+    "uncoalesced_side": TextValue(
+        "Which global accesses are uncoalesced: 'loads', 'stores' or 'loads and stores'.",
+        _uncoalesced_side,
+    ),
+}
+
+
 def rule_names(params: Mapping[str, float] | None = None) -> frozenset[str]:
     """Every name a rule may read (besides CONSTANTS), with the rule's own params."""
     return frozenset(
@@ -103,4 +150,5 @@ def kernel_values(facts: KernelFacts) -> dict[str, Any]:
     """What a kernel rule sees: the signature's row and every context value."""
     values = dict(facts.launch)
     values.update({name: value.compute(facts) for name, value in CONTEXT_VALUES.items()})
+    values.update({name: text.compute(values) for name, text in TEXT_VALUES.items()})
     return values
