@@ -168,3 +168,36 @@ def test_the_side_named_is_the_side_that_fired(path: str) -> None:
         for f in k.findings:
             if f.rule == "NSD103":
                 assert not f.message.startswith("Global accesses"), (k.name, f.message)
+
+
+# ------------------------------------------------------------- waves from the grid
+
+
+def test_a_tail_hidden_by_ncus_rounding() -> None:
+    """A GEMM of 265 tiles at 2 blocks per SM on 132 SMs: 1.0038 waves, which ncu rounds to
+    1.00; the extra tile runs alone (297 us against 182 us for 264 tiles)."""
+    k = kernel(CALIB_EXTRA, "tail_effect_gemm_bad(")
+    assert k.metrics["waves_per_sm"] == 1.0
+    f = finding(k, "NSD302")
+    ev = evidence(f)
+    assert ev["waves"] == pytest.approx(265 / 264)
+    assert ev["waves_per_sm"] == 1.0  # ncu's figure, kept as a cross-check
+    assert f.recoverable == pytest.approx((2 - 265 / 264) / 2)
+    assert "wave quantisation" in f.message.lower()
+    assert "split-K" in f.fix
+    assert "NSD302" not in fired(kernel(CALIB_EXTRA, "tail_effect_gemm_good("))
+
+
+def test_a_plain_kernels_tail_is_a_tail_effect() -> None:
+    f = finding(kernel(CALIB, "tail_effect_bad("), "NSD302")
+    assert "tail effect" in f.message.lower() and "quantisation" not in f.message.lower()
+    assert evidence(f)["waves"] == pytest.approx(294 / 264)
+
+
+def test_wave_quantisation_of_a_cudnn_convolution() -> None:
+    """cuDNN's implicit-GEMM weight-gradient convolution in the ResNet-18 step: 624 tiles at 3
+    per SM, 1.58 waves."""
+    k = kernel(TRAIN_LOADER, "ImplicitGemmConvolution", "(4, 2, 78)")
+    f = finding(k, "NSD302")
+    assert "wave quantisation" in f.message.lower()
+    assert evidence(f)["waves"] == pytest.approx(624 / (3 * 132))

@@ -41,6 +41,10 @@ DERIVED_METRICS: dict[str, str] = {
     },
     "top_stall_share": "Share of stall cycles of the top reason ('not_selected' never counts).",
     "occupancy_limit_min": "Fewest blocks per SM any resource allows (the occupancy limit).",
+    "waves": "Waves of blocks: grid_size / (sm_count x occupancy_limit_min), unrounded (ncu's "
+    "waves_per_sm has two decimals, so 1.004 waves reads 1.00); ncu's figure where the report "
+    "lacks the occupancy limits.",
+    "wave_tail": "Idle share of the last wave's SM time: (ceil(waves) - waves) / ceil(waves).",
 }
 _OCCUPANCY_LIMITS = (
     "occupancy_limit_registers",
@@ -160,6 +164,13 @@ def _add_stalls(k: pd.DataFrame) -> None:
 def _add_occupancy(k: pd.DataFrame) -> None:
     limits = [c for c in _OCCUPANCY_LIMITS if c in k]
     k["occupancy_limit_min"] = k[limits].min(axis=1) if limits else np.nan
+    # Per launch, before signatures average them: an exact 2.0 stays 2.0 (a mean of equal
+    # values can come out at 2.0000000000000004, whose ceiling is 3).
+    per_sm = k["occupancy_limit_min"].where(k["occupancy_limit_min"] > 0)
+    waves = (_col(k, "grid_size") / (_col(k, "sm_count") * per_sm)).fillna(_col(k, "waves_per_sm"))
+    k["waves"] = waves
+    full = np.ceil(waves)
+    k["wave_tail"] = ((full - waves) / full).where(waves > 0)
     if limits and k[limits].notna().any().any():
         fewest = cast("pd.Series[str]", k[limits].idxmin(axis=1))
         k["occupancy_limiter"] = fewest.str.replace("occupancy_limit_", "", regex=False)

@@ -28,9 +28,12 @@ from nsdiag.analysis.roofline import RooflinePosition
 from nsdiag.analysis.verdict import LAUNCH_NS, SATURATED_PCT, Verdict
 from nsdiag.model.catalogue import CATALOGUE
 from nsdiag.model.gpu_units import FP_PIPES
+from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.values import number, number_or
 
-_GEMM_NAME = re.compile(r"gemm|sm\d+_xmma|cutlass|matmul|mma", re.IGNORECASE)
+# A name the kernel-name schemes do not know (a user's own kernel) is a matrix product when it
+# says so. Not "mma" alone: it is in "GammaBeta" and in cuDNN's flash-attention "wgmma" names.
+_GEMM_NAME = re.compile(r"gemm|matmul", re.IGNORECASE)
 
 # Uncoalesced global access (NSD103), per side (loads, stores): the message names the sides
 # that meet the rule's condition, so both read these.
@@ -68,6 +71,24 @@ class ContextValue:
     compute: Callable[[KernelFacts], float]
 
 
+def matrix_kernel(name: str) -> bool:
+    """A GEMM or convolution: by its name's facts (model/kernel_facts.py) where a library naming
+    scheme knows the name, else by the words gemm/matmul in it."""
+    kind = parse_kernel_name(name).kind
+    if kind is not None:
+        return kind == "gemm" or kind.startswith("conv")
+    return bool(_GEMM_NAME.search(name))
+
+
+def _kernel_name(launch: Mapping[str, Any]) -> str:
+    return str(launch.get("demangled") or launch.get("name") or "")
+
+
+def _tile_min(facts: KernelFacts) -> float:
+    tile = parse_kernel_name(_kernel_name(facts.launch)).tile
+    return float(min(tile[:2])) if tile and len(tile) >= 2 else math.nan
+
+
 def _fp_pipe_pct(facts: KernelFacts) -> float:
     pipes = [number(facts.launch.get(p)) for p in FP_PIPES]
     return max((p for p in pipes if p is not None), default=math.nan)
@@ -92,8 +113,13 @@ CONTEXT_VALUES: dict[str, ContextValue] = {
         lambda f: number_or(f.launch.get("dram_bytes_per_second"), math.nan) / 1e12,
     ),
     "is_gemm_like": ContextValue(
-        "1 when the kernel is named like a matrix product (gemm, xmma, cutlass, matmul), else 0.",
-        lambda f: 1.0 if _GEMM_NAME.search(str(f.launch.get("name", ""))) else 0.0,
+        "1 for a GEMM or convolution (its kernel-name facts: cuBLAS, CUTLASS, cuDNN, Triton mm;"
+        " else gemm/matmul in the name), else 0.",
+        lambda f: 1.0 if matrix_kernel(_kernel_name(f.launch)) else 0.0,
+    ),
+    "gemm_tile_min": ContextValue(
+        "The smaller of the CTA tile's M and N, from the kernel's name (NaN when it states none).",
+        _tile_min,
     ),
     "fp_pipe_pct": ContextValue(
         "The busiest floating-point pipe (FMA, FP64, FP16), %.", _fp_pipe_pct
@@ -131,11 +157,28 @@ def _uncoalesced_side(values: Mapping[str, Any]) -> str:
     return names.get(sides, "accesses")
 
 
+def _tail_label(values: Mapping[str, Any]) -> str:
+    if number(values.get("is_gemm_like")) == 1:
+        return "Wave quantisation (the tile count of a matrix kernel just over a whole wave)"
+    return "Tail effect"
+
+
+def _gemm_tile(values: Mapping[str, Any]) -> str:
+    tile = parse_kernel_name(_kernel_name(values)).tile
+    return "x".join(str(d) for d in tile[:2]) if tile else "(size not in its name)"
+
+
 TEXT_VALUES: dict[str, TextValue] = {
     "uncoalesced_side": TextValue(
         "Which global accesses are uncoalesced: 'loads', 'stores' or 'loads and stores'.",
         _uncoalesced_side,
     ),
+    "tail_label": TextValue(
+        "What a partial last wave is called: wave quantisation for a GEMM or convolution, else"
+        " tail effect.",
+        _tail_label,
+    ),
+    "gemm_tile": TextValue("The CTA tile M x N its name states, e.g. '64x8'.", _gemm_tile),
 }
 
 
