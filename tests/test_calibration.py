@@ -49,12 +49,22 @@ LIBRARY_CASES: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
     "NSD204": (("torch_cases", "sm80_xmma_gemm_f32f32"), ("torch_cases", "nvjet_sm90")),
     # the seed's einsum as a cuBLAS GEMM with K=3 vs a healthy 4096^3 SGEMM
     "NSD206": (("reference", "tilesize64x32x8"), ("torch_cases", "sm80_xmma_gemm_f32f32")),
+    # a 1.6 us CUB scan initialisation launched once in a training step vs the calibration's
+    # tiny kernel launched 20 times (NSD304's)
+    "NSD306": (
+        ("profile/full-0150.raw.csv.gz", "DeviceScanInitKernel"),
+        ("calib", "launch_overhead_bad("),
+    ),
 }
 
 
 @cache
 def diagnosis(fixture: str) -> Diagnosis:
-    return diagnose(nsdiag.load(DATA / fixture / "raw.csv.gz"))
+    """A fixture folder's raw export, a recorded file, or a session folder."""
+    path = DATA / fixture
+    if (path / "raw.csv.gz").is_file():
+        path = path / "raw.csv.gz"
+    return diagnose(nsdiag.load(path))
 
 
 def kernel(fixture: str, fragment: str) -> KernelDiagnosis:

@@ -201,3 +201,22 @@ def test_wave_quantisation_of_a_cudnn_convolution() -> None:
     f = finding(k, "NSD302")
     assert "wave quantisation" in f.message.lower()
     assert evidence(f)["waves"] == pytest.approx(624 / (3 * 132))
+
+
+# ------------------------------------------------------------- launch-bound kernels
+
+
+@pytest.mark.parametrize("path", PROGRAMS)
+def test_every_launch_bound_kernel_has_a_finding_that_says_so(path: str) -> None:
+    for k in diagnosis(path).kernels:
+        if k.bound == "launch":
+            assert "launch-overhead" in {f.cause for f in k.findings}, (k.name, k.launches)
+
+
+def test_a_single_launch_that_is_launch_bound() -> None:
+    """ResNet-50 inference: one 2.8 us launch of cuDNN's nchwToNhwcKernel, launch-bound."""
+    k = kernel(INFER_CNN, "nchwToNhwcKernel", "(2, 1, 64)")
+    assert (k.bound, k.launches) == ("launch", 1)
+    f = next(f for f in k.findings if f.cause == "launch-overhead")
+    assert f.impact == 0
+    assert "NSD405" in f.impact_basis
