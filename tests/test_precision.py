@@ -220,3 +220,50 @@ def test_a_single_launch_that_is_launch_bound() -> None:
     f = next(f for f in k.findings if f.cause == "launch-overhead")
     assert f.impact == 0
     assert "NSD405" in f.impact_basis
+
+
+# ------------------------------------------------------------- small GEMMs
+
+
+@pytest.mark.parametrize("grid", ["(8, 2, 1)", "(8, 8, 1)"])
+def test_a_gemm_too_small_for_the_gpu(grid: str) -> None:
+    """A 24-block MLP decode step at batch 16: cuBLAS runs each layer with a 64x8 tile on 16 or
+    64 blocks, the tensor pipe under 1% busy; 72% of the step's GPU time."""
+    k = kernel(STEP_RANGE, "nvjet_sm90_hsh_64x8_64x16", grid)
+    f = finding(k, "NSD207")
+    if grid == "(8, 2, 1)":  # 16 tiles, 44% of the step: its first finding
+        assert k.findings[0].rule == "NSD207"
+    assert f.recoverable == pytest.approx(1 - k.metrics["grid_size"] / 132)
+    assert "64x8" in f.message
+    assert "batch" in f.fix.lower() and "graph" in f.fix.lower()
+
+
+@pytest.mark.parametrize(
+    "path, fragment",
+    [
+        ("profile/layers8/session", "nvjet_sm90_tst_128x256_64x4_2x1_v_bz_coopA_NTN"),
+        (TORCH, NVJET_TMA),
+        ("reference/raw.csv.gz", "cutlass_80_simt_sgemm"),  # FP32 SIMT: no tensor cores
+        (INFER_CNN, "sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc_tilesize128x64"),
+    ],
+)
+def test_healthy_or_non_tensor_gemms_are_not_small_gemms(path: str, fragment: str) -> None:
+    for k in diagnosis(path).kernels:
+        if fragment in k.name:
+            assert "NSD207" not in fired(k), (k.name, k.grid)
+
+
+def test_matrix_kernels_are_known_by_their_name_facts() -> None:
+    """`is_gemm_like` from kernel facts: cuBLAS nvjet GEMMs count; cuDNN's flash attention
+    ('wgmma' in its name) and PyTorch's GammaBeta backward ('mma' in 'Gamma') do not."""
+    from nsdiag.analysis.rule_context import matrix_kernel
+
+    assert matrix_kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT")
+    assert matrix_kernel("sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc")
+    assert matrix_kernel("matmul_kernel")  # a user's kernel: the name alone
+    assert not matrix_kernel(
+        "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x64"
+    )
+    assert not matrix_kernel(
+        "void at::<unnamed>::GammaBetaBackwardCUDAKernelTemplate<float, float, 32, 32, 256>"
+    )
