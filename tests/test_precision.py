@@ -267,3 +267,19 @@ def test_matrix_kernels_are_known_by_their_name_facts() -> None:
     assert not matrix_kernel(
         "void at::<unnamed>::GammaBetaBackwardCUDAKernelTemplate<float, float, 32, 32, 256>"
     )
+
+
+# ------------------------------------------------------------- the rules' documentation
+
+
+@pytest.mark.parametrize("rule", ["NSD103", "NSD105", "NSD207", "NSD302", "NSD304", "NSD306"])
+def test_changed_rules_print_their_documentation(rule: str) -> None:
+    from click.testing import CliRunner
+
+    from nsdiag.cli import main
+
+    result = CliRunner().invoke(main, ["rules", "show", rule])
+    assert result.exit_code == 0, result.output
+    for heading in ("What it detects", "Why it is slow", "How to fix it", "False positives"):
+        assert heading in result.output
+    assert "References" in result.output and "fires when:" in result.output
