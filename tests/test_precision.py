@@ -7,6 +7,7 @@ strided stores and a GEMM one tile over a full wave).
 
 from __future__ import annotations
 
+import math
 from functools import cache
 from pathlib import Path
 
@@ -201,6 +202,23 @@ def test_wave_quantisation_of_a_cudnn_convolution() -> None:
     f = finding(k, "NSD302")
     assert "wave quantisation" in f.message.lower()
     assert evidence(f)["waves"] == pytest.approx(624 / (3 * 132))
+
+
+def test_waves_fall_back_to_ncus_figure_without_occupancy_limits() -> None:
+    import pandas as pd
+
+    launches = pd.DataFrame(
+        {
+            "grid_size": [265.0, 265.0, 528.0],
+            "sm_count": [132.0, 132.0, 132.0],
+            "occupancy_limit_shared_mem": [2.0, math.nan, 2.0],
+            "occupancy_limit_warps": [16.0, math.nan, 16.0],
+            "waves_per_sm": [1.0, 1.0, 2.0],
+        }
+    )
+    out = add_derived(launches)
+    assert list(out["waves"]) == [pytest.approx(265 / 264), 1.0, 2.0]
+    assert list(out["wave_tail"]) == [pytest.approx((2 - 265 / 264) / 2), 0.0, 0.0]
 
 
 # ------------------------------------------------------------- launch-bound kernels

@@ -171,8 +171,10 @@ def _add_occupancy(k: pd.DataFrame) -> None:
     k["waves"] = waves
     full = np.ceil(waves)
     k["wave_tail"] = ((full - waves) / full).where(waves > 0)
-    if limits and k[limits].notna().any().any():
-        fewest = cast("pd.Series[str]", k[limits].idxmin(axis=1))
-        k["occupancy_limiter"] = fewest.str.replace("occupancy_limit_", "", regex=False)
+    known = k[limits].notna().any(axis=1) if limits else pd.Series(False, index=k.index)
+    if known.any():  # a launch whose report lacks every limit has no limiter (not an error)
+        fewest = cast("pd.Series[str]", k.loc[known, limits].idxmin(axis=1))
+        limiter = fewest.str.replace("occupancy_limit_", "", regex=False)
+        k["occupancy_limiter"] = limiter.reindex(k.index).astype(object).where(known, None)
     else:
         k["occupancy_limiter"] = None
