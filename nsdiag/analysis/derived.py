@@ -25,6 +25,12 @@ DERIVED_METRICS: dict[str, str] = {
     "global_load_sectors_per_request": "Sectors per global load request (4 is ideal for 4-byte "
     "loads).",
     "global_store_sectors_per_request": "Sectors per global store request.",
+    "global_load_waste": "Share of the global load sectors that reach L2 carrying no useful "
+    "bytes: (1 - useful bytes per sector / 32) x (1 - L1 hit rate); 0 with no plain loads.",
+    "global_store_waste": "The same for global stores (L1 merges partial writes to one sector "
+    "before they leave the SM, which its hit rate counts).",
+    "global_load_sector_share": "Global load sectors, share of global load + store sectors (0-1).",
+    "global_store_sector_share": "Global store sectors, share of global load + store sectors.",
     "shared_bank_conflict_pct": "Shared-memory wavefronts caused by bank conflicts, % of all.",
     "shared_ways": "Shared-memory wavefronts per request (1 = no conflict).",
     "local_sectors": "Local-memory sectors (loads + stores).",
@@ -37,6 +43,10 @@ DERIVED_METRICS: dict[str, str] = {
     },
     "top_stall_share": "Share of stall cycles of the top reason ('not_selected' never counts).",
     "occupancy_limit_min": "Fewest blocks per SM any resource allows (the occupancy limit).",
+    "waves": "Waves of blocks: grid_size / (sm_count x occupancy_limit_min), unrounded (ncu's "
+    "waves_per_sm has two decimals, so 1.004 waves reads 1.00); ncu's figure where the report "
+    "lacks the occupancy limits.",
+    "wave_tail": "Idle share of the last wave's SM time: (ceil(waves) - waves) / ceil(waves).",
 }
 _OCCUPANCY_LIMITS = (
     "occupancy_limit_registers",
@@ -111,6 +121,13 @@ def _add_memory(k: pd.DataFrame) -> None:
     k["global_store_sectors_per_request"] = _ratio(
         _col(k, "global_store_sectors"), _col(k, "global_store_requests")
     )
+    missed = 1 - _col(k, "l1_hit_rate_pct") / 100
+    global_sectors = _sum(k, (1, "global_load_sectors"), (1, "global_store_sectors"))
+    for side in ("load", "store"):
+        useful = _col(k, f"global_{side}_bytes_per_sector")
+        waste = ((1 - useful / 32) * missed).where(useful > 0, 0.0)  # 0: no plain accesses
+        k[f"global_{side}_waste"] = waste.where(useful.notna())
+        k[f"global_{side}_sector_share"] = _ratio(_col(k, f"global_{side}_sectors"), global_sectors)
     wavefronts = _sum(k, (1, "shared_load_wavefronts"), (1, "shared_store_wavefronts"))
     conflicts = _sum(k, (1, "shared_load_bank_conflicts"), (1, "shared_store_bank_conflicts"))
     requests = _sum(k, (1, "shared_load_requests"), (1, "shared_store_requests"))
@@ -149,8 +166,17 @@ def _add_stalls(k: pd.DataFrame) -> None:
 def _add_occupancy(k: pd.DataFrame) -> None:
     limits = [c for c in _OCCUPANCY_LIMITS if c in k]
     k["occupancy_limit_min"] = k[limits].min(axis=1) if limits else np.nan
-    if limits and k[limits].notna().any().any():
-        fewest = cast("pd.Series[str]", k[limits].idxmin(axis=1))
-        k["occupancy_limiter"] = fewest.str.replace("occupancy_limit_", "", regex=False)
+    # Per launch, before signatures average them: an exact 2.0 stays 2.0 (a mean of equal
+    # values can come out at 2.0000000000000004, whose ceiling is 3).
+    per_sm = k["occupancy_limit_min"].where(k["occupancy_limit_min"] > 0)
+    waves = (_col(k, "grid_size") / (_col(k, "sm_count") * per_sm)).fillna(_col(k, "waves_per_sm"))
+    k["waves"] = waves
+    full = np.ceil(waves)
+    k["wave_tail"] = ((full - waves) / full).where(waves > 0)
+    known = k[limits].notna().any(axis=1) if limits else pd.Series(False, index=k.index)
+    if known.any():  # a launch whose report lacks every limit has no limiter (not an error)
+        fewest = cast("pd.Series[str]", k.loc[known, limits].idxmin(axis=1))
+        limiter = fewest.str.replace("occupancy_limit_", "", regex=False)
+        k["occupancy_limiter"] = limiter.reindex(k.index).astype(object).where(known, None)
     else:
         k["occupancy_limiter"] = None

@@ -10,6 +10,10 @@ The policy for missing metrics, in the order it applies:
 A rule without an impact formula, or whose formula reads a missing name, gives no estimate
 (`saved_ns` None); the finding stands. The saving is the recoverable fraction of the kernel's
 time in the analysed region, and its impact that time as a share of the region's wall time.
+
+No finding stands on nothing: when every metric the condition reads, or every value its evidence
+would show, is zero or missing, the rule stays silent (`local_sectors >= 0.05 * lsu_sectors` holds
+as 0 >= 0 on a kernel with no local or global traffic through L1, and said nothing true).
 """
 
 from __future__ import annotations
@@ -63,6 +67,11 @@ def evaluate_rule(
         return Skipped(rule.id, f"missing {', '.join(rule.condition.missing(filled))}")
     if not held:
         return None
+    evidence = _evidence(rule, values, rule.condition.comparisons())
+    if _no_signal([values.get(n) for n in rule.condition.names]) or _no_signal(
+        [e.value for e in evidence]
+    ):
+        return None
     recoverable = number(rule.impact.evaluate(filled)) if rule.impact is not None else None
     if recoverable is not None:
         recoverable = min(max(recoverable, 0.0), 1.0)
@@ -78,8 +87,13 @@ def evaluate_rule(
         message=_FORMATTER.format(rule.message, **values),
         fix=_FORMATTER.format(rule.fix, **values),
         impact_basis=rule.impact_basis,
-        evidence=_evidence(rule, values, rule.condition.comparisons()),
+        evidence=evidence,
     )
+
+
+def _no_signal(measured: Sequence[Any]) -> bool:
+    """True when every value is zero or missing (an empty list has no signal either)."""
+    return all(missing(v) or number(v) == 0 for v in measured)
 
 
 def _evidence(

@@ -649,6 +649,74 @@ __global__ void tensor_core_unused_good(const __half* __restrict__ A, const __ha
     wmma::store_matrix_sync(C + size_t(row) * N + col, fc, N, wmma::mem_row_major);
 }
 
+// ---------------------------------------------------------------------------
+// uncoalesced-global-store (the store side of uncoalesced-global-access)
+// ---------------------------------------------------------------------------
+// BAD: the mirror of uncoalesced_global_access_bad: coalesced reads, and thread t
+// writes out[(t*32) % n + (t*32) / n], so the 32 lanes of a warp write 32 different
+// 128-byte lines: 32 sectors per store request, 4 useful bytes in each.
+__global__ void uncoalesced_global_store_bad(const float* __restrict__ in,
+                                             float* __restrict__ out, size_t n, int lg2n) {
+    size_t t = gtid();
+    if (t >= n) return;
+    size_t j = ((t << 5) & (n - 1)) | (t >> (lg2n - 5));
+    out[j] = in[t] * 2.0f + 1.0f;
+}
+
+// GOOD: the same copy, written coalesced (4 sectors per warp request).
+__global__ void uncoalesced_global_store_good(const float* __restrict__ in,
+                                              float* __restrict__ out, size_t n) {
+    size_t t = gtid();
+    if (t >= n) return;
+    out[t] = in[t] * 2.0f + 1.0f;
+}
+
+// ---------------------------------------------------------------------------
+// tail-effect-gemm (wave quantisation of a GEMM)
+// ---------------------------------------------------------------------------
+// Both: the WMMA GEMM of tensor_core_unused_good, one 32x32 tile of C per block of
+// 4 warps, tile t of a 1-D grid at (t / (N/32), t % (N/32)), K swept `reps` times so a
+// block runs tens of microseconds.  The dynamic shared memory the launch reserves
+// (GEMM_TAIL_SMEM, unused, as a library kernel's staging buffers would be) allows 2
+// blocks per SM: one wave is 2 x #SMs tiles.  The grid is the tile count.
+// BAD: one tile more than a full wave (265 on an H200): ncu's waves per SM prints
+// 1.00, while the extra tile runs alone in a second wave.
+// GOOD: exactly one full wave of tiles (264).
+__device__ __forceinline__ void wmma_tile(const __half* __restrict__ A,
+                                          const __half* __restrict__ B, float* __restrict__ C,
+                                          int N, int K, int reps) {
+    using namespace nvcuda;
+    int tiles_n = N / 32;
+    int tile = blockIdx.x, warp = threadIdx.x >> 5;
+    int row = (tile / tiles_n) * 32 + (warp >> 1) * 16;
+    int col = (tile % tiles_n) * 32 + (warp & 1) * 16;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major> fa;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> fb;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> fc;
+    wmma::fill_fragment(fc, 0.0f);
+    for (int r = 0; r < reps; ++r)
+        for (int k = 0; k < K; k += 16) {
+            wmma::load_matrix_sync(fa, A + size_t(row) * K + k, K);
+            wmma::load_matrix_sync(fb, B + size_t(k) * N + col, N);
+            wmma::mma_sync(fc, fa, fb, fc);
+        }
+    wmma::store_matrix_sync(C + size_t(row) * N + col, fc, N, wmma::mem_row_major);
+}
+
+__global__ void __launch_bounds__(128) tail_effect_gemm_bad(const __half* __restrict__ A,
+                                                            const __half* __restrict__ B,
+                                                            float* __restrict__ C, int N, int K,
+                                                            int reps) {
+    wmma_tile(A, B, C, N, K, reps);
+}
+
+__global__ void __launch_bounds__(128) tail_effect_gemm_good(const __half* __restrict__ A,
+                                                             const __half* __restrict__ B,
+                                                             float* __restrict__ C, int N, int K,
+                                                             int reps) {
+    wmma_tile(A, B, C, N, K, reps);
+}
+
 // ===========================================================================
 // Host side
 // ===========================================================================
@@ -1016,6 +1084,45 @@ static void run_tc_good() {
     else printf("    gemm check skipped (tensor_core_unused_bad did not run)\n");
 }
 
+// --- uncoalesced-global-store
+static void run_uncoal_st_bad() {
+    long long blocks = (long long)(N_BIG / 256);
+    Timer t;
+    uncoalesced_global_store_bad<<<(unsigned)blocks, 256>>>(G.a, G.b, N_BIG, LG2_N_BIG);
+    t.done("uncoalesced_global_store_bad", cfg(blocks, 256).c_str());
+}
+static void run_uncoal_st_good() {
+    long long blocks = (long long)(N_BIG / 256);
+    Timer t;
+    uncoalesced_global_store_good<<<(unsigned)blocks, 256>>>(G.a, G.b, N_BIG);
+    t.done("uncoalesced_global_store_good", cfg(blocks, 256).c_str());
+}
+
+// --- tail-effect-gemm
+static const int GEMM_TAIL_SMEM = 96 * 1024;   // reserved per block: 2 blocks per SM
+static const int GEMM_TAIL_REPS = 4;           // K swept 4 times per tile
+static int gemm_tail_wave(void (*kernel)(const __half*, const __half*, float*, int, int, int)) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, GEMM_TAIL_SMEM));
+    int occ = 0;
+    CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kernel, 128, GEMM_TAIL_SMEM));
+    if (occ < 1) { fprintf(stderr, "calib: tail_effect_gemm cannot launch (occupancy 0)\n"); exit(1); }
+    return occ * G.nsm;
+}
+static void run_tail_gemm(bool bad) {
+    auto kernel = bad ? tail_effect_gemm_bad : tail_effect_gemm_good;
+    int wave = gemm_tail_wave(kernel);
+    int tiles = bad ? wave + 1 : wave;
+    if (tiles > (GEMM_N / 32) * (GEMM_N / 32)) { fprintf(stderr, "calib: too many tiles\n"); exit(1); }
+    printf("    tail_effect_gemm: %d tiles per wave; grid = %d tiles (%.4f waves)\n", wave, tiles,
+           double(tiles) / wave);
+    Timer t;
+    kernel<<<tiles, 128, GEMM_TAIL_SMEM>>>(G.ga, G.gb, G.gc_good, GEMM_N, GEMM_N, GEMM_TAIL_REPS);
+    t.done(bad ? "tail_effect_gemm_bad" : "tail_effect_gemm_good",
+           cfg(tiles, 128, GEMM_TAIL_SMEM).c_str());
+}
+static void run_tail_gemm_bad() { run_tail_gemm(true); }
+static void run_tail_gemm_good() { run_tail_gemm(false); }
+
 // ---------------------------------------------------------------------------
 // Case table (fixed order)
 // ---------------------------------------------------------------------------
@@ -1042,6 +1149,9 @@ static const Case CASES[] = {
     {"small-grid", run_small_bad, run_small_good},
     {"launch-overhead", run_launch_bad, run_launch_good},
     {"tensor-core-unused", run_tc_bad, run_tc_good},
+    // Added after the calib/ recording (recorded into calib_extra/, see tests/data/README.md).
+    {"uncoalesced-global-store", run_uncoal_st_bad, run_uncoal_st_good},
+    {"tail-effect-gemm", run_tail_gemm_bad, run_tail_gemm_good},
 };
 static const int NCASES = int(sizeof(CASES) / sizeof(CASES[0]));
 
