@@ -6,6 +6,9 @@
 #                                     of every program's fixed variant (plain timings of step_range)
 #   tools/record_real_programs.sh B   `nsdiag profile` of every program as written, and of the
 #                                     channels_last CNN with the full set
+#   tools/record_real_programs.sh C   the check after issue 12/13's changes: `nsdiag profile` as a
+#                                     user runs it (auto region, steady-state launches) on four
+#                                     programs, and plain timings of the CNN's fixes
 # Steps run in order within a time budget; each step's files are packed into $OUT as it ends, so
 # a call cut short still returns what was done.
 set -u
@@ -80,6 +83,17 @@ case $PART in
     step plain_elementwise 20 60 python3 $P/elementwise.py
     step plain_infer 20 60 python3 $P/infer_cnn.py
     step plain_infer_fixed 20 60 python3 $P/infer_cnn.py --channels-last
+    ;;
+  C)
+    prof() { local name=$1; shift; python3 -m nsdiag profile -o "$R/$name" "$@" && python3 -m nsdiag explain "$R/$name" --top-kernels 3 --top 2; }
+    export -f prof
+    step verify_lm_train 120 200 prof lm_train $P/lm_train.py --iters 6
+    step verify_step_range 60 150 prof step_range $P/step_range.py --iters 50
+    step verify_elementwise 60 120 prof elementwise $P/elementwise.py
+    step plain_infer 30 90 python3 $P/infer_cnn.py
+    step plain_infer_cl 30 90 python3 $P/infer_cnn.py --channels-last
+    step plain_infer_compile 100 240 python3 $P/infer_cnn.py --compile
+    step verify_train_loader 120 240 prof train_loader $P/train_loader.py --iters 8
     ;;
 esac
 ls -la "$OUT"; echo "total $(( $(date +%s) - T0 ))s"

@@ -3,7 +3,8 @@
 classes copied back to the host.
 
     python benchmarks/programs/infer_cnn.py                    # as written: NCHW tensors
-    python benchmarks/programs/infer_cnn.py --channels-last    # the fix: NHWC end to end
+    python benchmarks/programs/infer_cnn.py --channels-last    # fix: NHWC end to end
+    python benchmarks/programs/infer_cnn.py --compile          # fix: torch.compile (fusion)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def main() -> None:
     add_common_args(parser, warmup=10, iters=30)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--channels-last", action="store_true", help="NHWC model and input")
+    parser.add_argument("--compile", action="store_true", help="torch.compile the model")
     args = parser.parse_args()
     device = torch.device(args.device)
     dtype = torch.float16 if device.type == "cuda" else torch.float32
@@ -42,6 +44,8 @@ def main() -> None:
     if args.channels_last:
         model = model.to(memory_format=torch.channels_last)
         images = images.to(memory_format=torch.channels_last)
+    if args.compile:
+        model = torch.compile(model)
     timer = IterationTimer(device)
     with torch.inference_mode():
         timer.start()
@@ -49,7 +53,9 @@ def main() -> None:
             with nvtx("batch", device):
                 predicted = model(images).argmax(dim=1).cpu()
             timer.lap()
-    variant = "channels_last" if args.channels_last else "nchw"
+    variant = ("channels_last" if args.channels_last else "nchw") + (
+        "+compile" if args.compile else ""
+    )
     report("infer_cnn", variant, timer, args.warmup, batch=args.batch, first=int(predicted[0]))
 
 
