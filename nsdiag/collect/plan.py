@@ -76,7 +76,13 @@ def plan_launches(
         raise ValueError("the timeline holds no kernel launch")
     base = name_base(launches)
     sigs = signatures(launches)
-    total = float(launches["duration_ns"].sum())
+    inside = launches["in_region"].astype(bool) if "in_region" in launches else None
+    # shares are of the analysed region's kernel time (signatures count only its launches)
+    total = float(
+        launches.loc[inside, "duration_ns"].sum()
+        if inside is not None
+        else launches["duration_ns"].sum()
+    )
     chosen = choose(sigs, settings.coverage, settings.max_kernels, settings.kernel_regex)
     rounds, uncovered = plan_rounds(launches, chosen, settings)
     rounds = [

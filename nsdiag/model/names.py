@@ -250,7 +250,9 @@ def short_names(names: Iterable[str], max_len: int = MAX_LEN) -> dict[str, str]:
 _CAST = re.compile(
     r"\((?:unsigned |signed )?(?:int|long|long long|short|char|bool|unsigned)\)(?=-?\w)"
 )
-_QUALIFIER = re.compile(r"(?:[A-Za-z_]\w*|<unnamed>|\(anonymous namespace\))::")
+# ncu's exports print PyTorch's anonymous namespace as `unnamed>::` where nsys prints
+# `<unnamed>::` (seen on the H200 with ncu 2025.3.1: `void unnamed>::max_pool_forward_nchw<...>`).
+_QUALIFIER = re.compile(r"(?:[A-Za-z_]\w*|<?unnamed>|\(anonymous namespace\))::")
 
 
 def function_name(name: str) -> str:
