@@ -9,6 +9,7 @@
 #   tools/record_real_programs.sh C   the check after issue 12/13's changes: `nsdiag profile` as a
 #                                     user runs it (auto region, steady-state launches) on four
 #                                     programs, and plain timings of the CNN's fixes
+#   tools/record_real_programs.sh D   the compiled CNN's timeline; the DataLoader step re-profiled
 # Steps run in order within a time budget; each step's files are packed into $OUT as it ends, so
 # a call cut short still returns what was done.
 set -u
@@ -94,6 +95,12 @@ case $PART in
     step plain_infer_cl 30 90 python3 $P/infer_cnn.py --channels-last
     step plain_infer_compile 100 240 python3 $P/infer_cnn.py --compile
     step verify_train_loader 120 240 prof train_loader $P/train_loader.py --iters 8
+    ;;
+  D)  # after the fixes C pointed at: the compiled CNN's timeline, and the DataLoader step again
+    prof() { local name=$1; shift; python3 -m nsdiag profile -o "$R/$name" "$@" && python3 -m nsdiag explain "$R/$name" --top-kernels 3 --top 2; }
+    export -f prof
+    step tl_infer_cnn_compiled 60 120 timeline infer_cnn_compiled $P/infer_cnn.py --compile
+    step verify_train_loader 60 200 prof train_loader $P/train_loader.py --iters 8
     ;;
 esac
 ls -la "$OUT"; echo "total $(( $(date +%s) - T0 ))s"
