@@ -29,3 +29,12 @@ def test_function_names_match_ncu_and_nsys_spelling() -> None:
     )
     ncu = "void vectorized_elementwise_kernel<4, FillFunctor<float>, array<char *, 1>>(int, T2, T3)"
     assert names.normalized(nsys) == names.normalized(ncu)
+
+
+def test_ncus_spelling_of_anonymous_namespaces_matches_nsys() -> None:
+    """ncu 2025.3.1's exports print PyTorch's `at::native::<unnamed>::` as `unnamed>::` (seen in
+    the DataLoader training step's targeted run, tests/data/programs/verify)."""
+    nsys = "void at::native::<unnamed>::max_pool_forward_nchw<c10::BFloat16, int>(T2, const T1 *)"
+    ncu = "void unnamed>::max_pool_forward_nchw<BFloat16, int>(T2, const T1 *)"
+    assert names.function_name(ncu) == names.function_name(nsys) == "max_pool_forward_nchw"
+    assert names.normalized(ncu) == names.normalized(nsys)

@@ -253,12 +253,13 @@ _CAST = re.compile(
 # ncu's exports print PyTorch's anonymous namespace as `unnamed>::` where nsys prints
 # `<unnamed>::` (seen on the H200 with ncu 2025.3.1: `void unnamed>::max_pool_forward_nchw<...>`).
 _QUALIFIER = re.compile(r"(?:[A-Za-z_]\w*|<?unnamed>|\(anonymous namespace\))::")
+_NCU_UNNAMED = re.compile(r"(?<!<)\bunnamed>::")
 
 
 def function_name(name: str) -> str:
     """The bare function name of a demangled kernel name, as ncu's `function` name base and nsys's
     short name have it: 'void at::native::f<4, g<float>>(int, T2)' -> 'f'."""
-    text = name.strip()
+    text = _NCU_UNNAMED.sub("<unnamed>::", name.strip())
     for opener, closer in (("(", ")"), ("<", ">")):  # parameters, then template arguments
         if text.endswith(closer):
             start = _matching_open(text, opener, closer)
