@@ -1004,7 +1004,10 @@ def _measured() -> dict[str, dict[str, float]]:
                "launch__cluster_dim_x", "launch__cluster_dim_y", "launch__cluster_dim_z",
                *_TENSOR_OPS.values()]  # fmt: skip
     for path in sorted(DATA.glob("**/*raw.csv.gz")):
-        head = pd.read_csv(path, nrows=0).columns
+        try:
+            head = pd.read_csv(path, nrows=0).columns
+        except pd.errors.EmptyDataError:  # a timeline-only session has an empty raw table
+            continue
         if not set(columns) <= set(head) or "Kernel Name" not in head:
             continue
         df = pd.read_csv(path, skiprows=[1], thousands=",", usecols=["Kernel Name", *columns])

@@ -64,8 +64,8 @@ def _program(diagnosis: Diagnosis) -> list[str]:
     for f in diagnosis.program_findings:
         where = f" in NVTX range {escape(f.range)}" if f.range else ""
         lines.append(
-            f"- **{escape(f.title)}** ({escape(f.rule)}, saves "
-            f"{escape(fmt.saving(f, diagnosis))}){where}: {escape(f.message)}"
+            f"- **{escape(f.title)}** ({escape(f.rule)}, "
+            f"{escape(fmt.saves(f, diagnosis))}){where}: {escape(f.message)}"
         )
         lines.append(f"  *Fix:* {escape(f.fix)}")
     return [*lines, ""]

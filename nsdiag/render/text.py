@@ -44,7 +44,7 @@ def _kernel_block(
             Text.assemble(
                 ("  - ", ""),
                 (f"{finding.rule} {finding.cause}", "yellow"),
-                f" (saves {fmt.saving(finding, diagnosis)})",
+                f" ({fmt.saves(finding, diagnosis)})",
             )
         )
         console.print(Text(f"      {finding.message}"))
@@ -157,7 +157,7 @@ def _program_findings(console: Console, diagnosis: Diagnosis, n: int) -> None:
                 ("- ", ""),
                 (f"{finding.rule} {finding.cause}", "yellow"),
                 where,
-                f" (saves {fmt.saving(finding, diagnosis)})",
+                f" ({fmt.saves(finding, diagnosis)})",
             )
         )
         console.print(Text(f"    {finding.message}"))
