@@ -304,3 +304,18 @@ def test_the_formatter_never_fails() -> None:
     )
     with pytest.raises(ValueError, match="bad field"):
         render("{a.b}", {"a": 1})
+
+
+def test_rules_show_lists_the_values_a_template_may_use() -> None:
+    from click.testing import CliRunner
+
+    from nsdiag.analysis.program_values import PROGRAM_VALUES
+    from nsdiag.cli import main
+
+    shown = CliRunner().invoke(main, ["rules", "show", "NSD404"])
+    assert shown.exit_code == 0, shown.output
+    assert "analysis: gpu_idle_gaps; its message and fix may use these values:" in shown.output
+    for name in PROGRAM_VALUES["gpu_idle_gaps"]:
+        assert f"  {{{name}}} " in shown.output
+    kernel = CliRunner().invoke(main, ["rules", "show", "NSD301"])
+    assert "message shows: theoretical_occupancy_pct, occupancy_limiter," in kernel.output
