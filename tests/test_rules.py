@@ -14,7 +14,16 @@ from nsdiag.analysis.rulespec import KERNEL_CAUSES, PROGRAM_CAUSES, load_rules, 
 from nsdiag.errors import RuleError
 from nsdiag.resources import rules_dir
 
-GOOD_RULE = """id = "NSD900"
+DOC_TABLE = """[doc]
+detects = "d"
+why = "w"
+fix = "f"
+false_positives = "p"
+references = ["r"]
+"""
+
+GOOD_RULE = (
+    """id = "NSD900"
 cause = "dram-bandwidth-saturated"
 title = "t"
 scope = "kernel"
@@ -24,13 +33,9 @@ evidence = ["dram_throughput_pct"]
 impact = "0.5"
 message = "m {dram_throughput_pct:.0f}"
 fix = "f"
-[doc]
-detects = "d"
-why = "w"
-fix = "f"
-false_positives = "p"
-references = ["r"]
 """
+    + DOC_TABLE
+)
 
 
 def test_every_rule_loads_with_unique_ids_and_docs() -> None:
@@ -183,20 +188,17 @@ def test_shipped_rules_name_the_verdict_thresholds() -> None:
 
 # ------------------------------------------------------------------ message and fix templates
 
-PROGRAM_RULE = """id = "NSD900"
+PROGRAM_RULE = (
+    """id = "NSD900"
 cause = "gpu-idle-gaps"
 title = "t"
 scope = "program"
 analysis = "gpu_idle_gaps"
 message = "{range_label}: idle {idle_ms:.2f} ms. {host_activity}"
 fix = "g {gaps}"
-[doc]
-detects = "d"
-why = "w"
-fix = "f"
-false_positives = "p"
-references = ["r"]
 """
+    + DOC_TABLE
+)
 
 
 def test_program_rule_templates_name_their_analysis_values(tmp_path: Path) -> None:
