@@ -14,7 +14,16 @@ from nsdiag.analysis.rulespec import KERNEL_CAUSES, PROGRAM_CAUSES, load_rules, 
 from nsdiag.errors import RuleError
 from nsdiag.resources import rules_dir
 
-GOOD_RULE = """id = "NSD900"
+DOC_TABLE = """[doc]
+detects = "d"
+why = "w"
+fix = "f"
+false_positives = "p"
+references = ["r"]
+"""
+
+GOOD_RULE = (
+    """id = "NSD900"
 cause = "dram-bandwidth-saturated"
 title = "t"
 scope = "kernel"
@@ -24,13 +33,9 @@ evidence = ["dram_throughput_pct"]
 impact = "0.5"
 message = "m {dram_throughput_pct:.0f}"
 fix = "f"
-[doc]
-detects = "d"
-why = "w"
-fix = "f"
-false_positives = "p"
-references = ["r"]
 """
+    + DOC_TABLE
+)
 
 
 def test_every_rule_loads_with_unique_ids_and_docs() -> None:
@@ -179,3 +184,140 @@ def test_shipped_rules_name_the_verdict_thresholds() -> None:
     for rule in load_rules():
         if rule.condition is not None:
             assert not {"60", "5000"} & set(re.findall(r"\b\d+\b", rule.condition.source)), rule.id
+
+
+# ------------------------------------------------------------------ message and fix templates
+
+PROGRAM_RULE = (
+    """id = "NSD900"
+cause = "gpu-idle-gaps"
+title = "t"
+scope = "program"
+analysis = "gpu_idle_gaps"
+message = "{range_label}: idle {idle_ms:.2f} ms. {host_activity}"
+fix = "g {gaps}"
+"""
+    + DOC_TABLE
+)
+
+
+def test_program_rule_templates_name_their_analysis_values(tmp_path: Path) -> None:
+    rule = parse_rule(_rule_file(tmp_path, PROGRAM_RULE))
+    assert rule.analysis == "gpu_idle_gaps" and "{idle_ms:.2f}" in rule.message
+
+
+@pytest.mark.parametrize(
+    "template, message",
+    [
+        ("{}", r"field \{\} is not a plain value name"),
+        ("{0}", r"field \{0\} is not a plain value name"),
+        ("{idle_ms.real}", "not a plain value name"),
+        ("{idle_ms[0]}", "not a plain value name"),
+        ("{idle_ms:1000000}", "asks for more than 64"),
+        ("{idle_ms:.100f}", "asks for more than 64"),
+        ("{idle_ms:{gaps}}", "not a plain format spec"),
+        ("{idle_ms!z}", "unknown conversion"),
+        ("{idle_nanos:.2f}", r"unknown value \{idle_nanos\}"),
+        ("{dram_throughput_pct:.0f}", "unknown value"),  # a kernel metric: not in this analysis
+        ("idle {", "malformed template"),
+    ],
+)
+def test_bad_program_templates_fail(tmp_path: Path, template: str, message: str) -> None:
+    originals = {
+        "message": "{range_label}: idle {idle_ms:.2f} ms. {host_activity}",
+        "fix": "g {gaps}",
+    }
+    for key, original in originals.items():
+        text = PROGRAM_RULE.replace(f'{key} = "{original}"', f'{key} = "{template}"')
+        with pytest.raises(RuleError, match=f"NSD900-test.toml: {key} template: .*{message}"):
+            parse_rule(_rule_file(tmp_path, text))
+
+
+@pytest.mark.parametrize(
+    "template, message",
+    [
+        ("{SATURATED_PCT}", "unknown value"),  # constants are not among the values shown
+        ("{no_such_metric:.0f}", "unknown value"),
+        ("{dram_throughput_pct:2000}", "asks for more than 64"),
+        ("{dram_throughput_pct[1]}", "not a plain value name"),
+    ],
+)
+def test_bad_kernel_templates_fail(tmp_path: Path, template: str, message: str) -> None:
+    text = GOOD_RULE.replace('message = "m {dram_throughput_pct:.0f}"', f'message = "{template}"')
+    with pytest.raises(RuleError, match=f"NSD900-test.toml: message template: .*{message}"):
+        parse_rule(_rule_file(tmp_path, text))
+
+
+def test_kernel_templates_may_show_text_values(tmp_path: Path) -> None:
+    text = GOOD_RULE.replace(
+        'message = "m {dram_throughput_pct:.0f}"',
+        'message = "{uncoalesced_side} {tail_label} {gemm_tile} {occupancy_limiter} {top_stall}"',
+    )
+    assert parse_rule(_rule_file(tmp_path, text)).message.startswith("{uncoalesced_side}")
+
+
+def test_a_program_rule_needs_a_known_analysis(tmp_path: Path) -> None:
+    text = PROGRAM_RULE.replace('analysis = "gpu_idle_gaps"', 'analysis = "gpu_naps"')
+    with pytest.raises(RuleError, match="unknown analysis 'gpu_naps'"):
+        parse_rule(_rule_file(tmp_path, text))
+
+
+def test_a_malformed_template_in_a_rules_folder_fails_to_load(tmp_path: Path) -> None:
+    for path in rules_dir().glob("NSD*.toml"):
+        (tmp_path / path.name).write_text(path.read_text())
+    assert len(load_rules(tmp_path)) == len(load_rules())
+    broken = next(tmp_path.glob("NSD404-*.toml"))
+    broken.write_text(broken.read_text().replace("{idle_ms:.2f}", "{idle_ms:.2f} {0}"))
+    with pytest.raises(RuleError, match=f"{broken.name}: message template"):
+        load_rules(tmp_path)
+
+
+def test_every_analysis_has_registered_values_and_every_program_rule_uses_them() -> None:
+    from nsdiag.analysis.message_template import template_fields
+    from nsdiag.analysis.program import ANALYSES
+    from nsdiag.analysis.program_values import PROGRAM_VALUES
+
+    assert PROGRAM_VALUES.keys() == ANALYSES.keys()
+    for rule in load_rules():
+        if rule.scope == "program":
+            used = {name for name, _, _ in template_fields(rule.message)}
+            assert used and used <= PROGRAM_VALUES[rule.analysis].keys(), rule.id
+
+
+def test_program_text_formats_the_rule_templates_and_checks_the_values(tmp_path: Path) -> None:
+    from nsdiag.analysis.program_values import PROGRAM_VALUES, program_text
+
+    rule = parse_rule(_rule_file(tmp_path, PROGRAM_RULE))
+    values: dict[str, object] = dict.fromkeys(PROGRAM_VALUES["gpu_idle_gaps"], None)
+    values.update(range_label="NVTX range 'step'", idle_ms=1.234, host_activity="")
+    values["gaps"] = 3
+    assert program_text(rule, values) == ("NVTX range 'step': idle 1.23 ms. ", "g 3")
+    values["idle_ms"] = nan  # missing values print n/a
+    assert program_text(rule, values)[0] == "NVTX range 'step': idle n/a ms. "
+    with pytest.raises(ValueError, match="unlike its registry"):
+        program_text(rule, {**values, "extra": 1})
+
+
+def test_the_formatter_never_fails() -> None:
+    from nsdiag.analysis.message_template import render
+
+    assert render("{a:.1f} {b:.1f} {c:1000000} {d}", {"a": 2.25, "b": "text", "c": 7}) == (
+        "2.2 text 7 n/a"
+    )
+    with pytest.raises(ValueError, match="bad field"):
+        render("{a.b}", {"a": 1})
+
+
+def test_rules_show_lists_the_values_a_template_may_use() -> None:
+    from click.testing import CliRunner
+
+    from nsdiag.analysis.program_values import PROGRAM_VALUES
+    from nsdiag.cli import main
+
+    shown = CliRunner().invoke(main, ["rules", "show", "NSD404"])
+    assert shown.exit_code == 0, shown.output
+    assert "analysis: gpu_idle_gaps; its message and fix may use these values:" in shown.output
+    for name in PROGRAM_VALUES["gpu_idle_gaps"]:
+        assert f"  {{{name}}} " in shown.output
+    kernel = CliRunner().invoke(main, ["rules", "show", "NSD301"])
+    assert "message shows: theoretical_occupancy_pct, occupancy_limiter," in kernel.output

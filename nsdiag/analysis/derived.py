@@ -1,7 +1,8 @@
 """Per-launch derived quantities (FLOPs, shares, conflict rates) computed from catalogue metrics.
 
 DERIVED_METRICS lists every numeric column `add_derived` adds: the rule loader accepts these
-names next to the catalogue's.
+names next to the catalogue's. DERIVED_TEXTS lists its text columns, which a rule's message may
+show and a condition never reads.
 """
 
 from __future__ import annotations
@@ -48,6 +49,12 @@ DERIVED_METRICS: dict[str, str] = {
     "lacks the occupancy limits.",
     "wave_tail": "Idle share of the last wave's SM time: (ceil(waves) - waves) / ceil(waves).",
 }
+DERIVED_TEXTS: dict[str, str] = {
+    "occupancy_limiter": "What limits blocks per SM most: registers, shared_mem, warps, blocks or "
+    "barriers (the smallest occupancy limit).",
+    "top_stall": "The warp-stall reason with the largest share (not_selected never counts).",
+}
+
 _OCCUPANCY_LIMITS = (
     "occupancy_limit_registers",
     "occupancy_limit_shared_mem",

@@ -31,6 +31,7 @@ import pandas as pd
 from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding, FusionChain, share_of
 from nsdiag.analysis.launch_sequence import launches
+from nsdiag.analysis.program_values import program_text
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.model.names import short_names
 
@@ -179,28 +180,43 @@ def fusion_candidates(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     return findings
 
 
-def _describe(names: tuple[str, ...], occurrences: list[ChainCost], ctx: ProgramContext) -> str:
+def _values(
+    names: tuple[str, ...], occurrences: list[ChainCost], ctx: ProgramContext, saved_ns: float
+) -> dict[str, object]:
+    """The values of NSD410's templates (program_values.PROGRAM_VALUES["fusion_candidates"])."""
     labels = short_names(names)
-    chain_text = " -> ".join(labels[n] for n in names)
     count = len(occurrences)
-    per = (
-        f", {count / ctx.iterations:.3g} per iteration"
-        if ctx.iterations and count >= ctx.iterations
-        else ""
-    )
-    head = f"{len(names)} operations in a row on one stream ({chain_text}), {count} time(s){per}"
-    if occurrences[0].by_names:
-        return (
-            f"{head}, each named as an elementwise operation that reads what the previous one "
-            "wrote (no ncu byte counts: estimated from the kernels' names and durations). A "
-            "fused kernel streams the data once, as the longest of them does."
-        )
+    by_names = occurrences[0].by_names
     moved = sum(c.moved_bytes for c in occurrences)
     intermediate = sum(c.intermediate_bytes for c in occurrences)
+    fused = max(moved - 2 * intermediate, 0) if not by_names else np.nan
+    return {
+        "operations": len(names),
+        "chain": " -> ".join(labels[n] for n in names),
+        "occurrences": count,
+        "per_iteration": (
+            f", {count / ctx.iterations:.3g} per iteration"
+            if ctx.iterations and count >= ctx.iterations
+            else ""
+        ),
+        "chain_traffic": _traffic(by_names, intermediate, moved, fused),
+        "intermediate_mb": intermediate / 1e6,
+        "moved_mb": moved / 1e6,
+        "fused_mb": fused / 1e6,
+        "saved_ms": saved_ns / 1e6,
+    }
+
+
+def _traffic(by_names: bool, intermediate: float, moved: float, fused: float) -> str:
+    if by_names:
+        return (
+            "each named as an elementwise operation that reads what the previous one wrote (no "
+            "ncu byte counts: estimated from the kernels' names and durations). A fused kernel "
+            "streams the data once, as the longest of them does."
+        )
     return (
-        f"{head}, pass {intermediate / 1e6:.0f} MB of intermediates through DRAM (written, "
-        f"then read back): {moved / 1e6:.0f} MB moved where a fused kernel would move "
-        f"{max(moved - 2 * intermediate, 0) / 1e6:.0f} MB."
+        f"pass {intermediate / 1e6:.0f} MB of intermediates through DRAM (written, then read "
+        f"back): {moved / 1e6:.0f} MB moved where a fused kernel would move {fused / 1e6:.0f} MB."
     )
 
 
@@ -233,14 +249,15 @@ def _finding(
 ) -> Finding:
     time_ns = sum(c.time_ns for c in occurrences)
     saved_ns = sum(c.saved_ns for c in occurrences)
+    message, fix = program_text(rule, _values(names, occurrences, ctx, saved_ns))
     return Finding(
         rule=rule.id,
         cause=rule.cause,
         title=rule.title,
         impact=share_of(saved_ns, ctx.wall_ns),
         recoverable=saved_ns / time_ns if time_ns else 0.0,
-        message=_describe(names, occurrences, ctx),
-        fix=rule.fix,
+        message=message,
+        fix=fix,
         impact_basis=rule.impact_basis,
         evidence=_evidence(rule, occurrences),
         kernel=names[0],

@@ -18,6 +18,7 @@ import pandas as pd
 from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding, KernelDiagnosis, share_of
 from nsdiag.analysis.launch_sequence import launches
+from nsdiag.analysis.program_values import program_text
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.matching import signature_key
@@ -81,12 +82,20 @@ def layout_conversions(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         .sort_values("sum", ascending=False)
     )
     labels = short_names(str(n) for n in per_kernel.index)
-    listed = ", ".join(
-        f"{labels[str(name)]} ({int(row['size'])}x, {row['sum'] / 1e3:.0f} us)"
-        for name, row in per_kernel.head(5).iterrows()
-    )
     moved = _bytes(found)
-    moved_text = f"; they move {moved / 1e6:.0f} MB and compute nothing" if moved else ""
+    values = {
+        "share_pct": share * 100,
+        "time_us": time_ns / 1e3,
+        "launches": len(found),
+        "kernels": ", ".join(
+            f"{labels[str(name)]} ({int(row['size'])}x, {row['sum'] / 1e3:.0f} us)"
+            for name, row in per_kernel.head(5).iterrows()
+        ),
+        "moved_mb": moved / 1e6 if moved else None,
+        "moved": f"; they move {moved / 1e6:.0f} MB and compute nothing" if moved else "",
+        "saved_ms": time_ns / 1e6,
+    }
+    message, fix = program_text(rule, values)
     timed = "timeline" if ctx.session.has_timeline() else "metrics"
     return [
         Finding(
@@ -95,12 +104,8 @@ def layout_conversions(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
             title=rule.title,
             impact=share_of(time_ns, ctx.wall_ns),
             recoverable=1.0,
-            message=(
-                f"{share * 100:.1f}% of the analysed time ({time_ns / 1e3:.0f} us in "
-                f"{len(found)} launches) goes to kernels that only convert tensor layouts: "
-                f"{listed}{moved_text}."
-            ),
-            fix=rule.fix,
+            message=message,
+            fix=fix,
             impact_basis=rule.impact_basis,
             evidence=(
                 Evidence("layout_time_share", share, ">=", min_share),

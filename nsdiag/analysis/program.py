@@ -1,7 +1,9 @@
 """Program-level analyses: dispatch rule files with scope = "program" to their analysis.
 
 Every analysis is `analysis(rule, ctx)`: the rule (its thresholds in `rule.params`) and the
-ProgramContext built once per diagnosis.
+ProgramContext built once per diagnosis. Each finding's message and fix are the rule file's
+templates over the values registered for the analysis in program_values.PROGRAM_VALUES (its keys
+are this table's).
 """
 
 from __future__ import annotations

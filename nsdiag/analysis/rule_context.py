@@ -10,9 +10,11 @@ A rule's condition, impact, evidence and message read names from:
 - named constants (`CONSTANTS`), thresholds that the code and the rules share;
 - a rule's own `params`.
 The rule loader accepts exactly these names (`rule_names`), so a typo fails when rules load.
-A rule's message and fix may also name the text values (`TEXT_VALUES`): words computed per
-signature for the message (which side of the memory traffic, which kind of kernel), never read by
-a condition.
+A rule's message and fix may name the values of the condition's registry but not CONSTANTS or
+params (kernel_values does not give them), and also text values: words computed per signature
+for the message (which side of the memory traffic, which kind of kernel, what limits occupancy),
+never read by a condition (`TEXT_VALUES`, `FACT_TEXT_VALUES`, derived.DERIVED_TEXTS). The loader
+checks both templates against `template_names`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nsdiag.analysis.derived import DERIVED_METRICS
+from nsdiag.analysis.derived import DERIVED_METRICS, DERIVED_TEXTS
 from nsdiag.analysis.gemm_reference import GemmReference, is_fallback
 from nsdiag.analysis.roofline import RooflinePosition
 from nsdiag.analysis.verdict import LAUNCH_NS, SATURATED_PCT, Verdict
@@ -226,6 +228,22 @@ FACT_TEXT_VALUES: dict[str, Callable[[KernelFacts], str]] = {
     "reference_source": lambda f: f.reference.source if f.reference else "",
     "tensor_precision": lambda f: f.roofline.tensor_precision or "",
 }
+
+
+def template_names() -> frozenset[str]:
+    """Every name a kernel rule's message and fix may use: what kernel_values gives (the
+    signature's metrics, every context value and the text values)."""
+    return frozenset(
+        {
+            *CATALOGUE,
+            *DERIVED_METRICS,
+            *DERIVED_TEXTS,
+            *SIGNATURE_VALUES,
+            *CONTEXT_VALUES,
+            *FACT_TEXT_VALUES,
+            *TEXT_VALUES,
+        }
+    )
 
 
 def kernel_values(facts: KernelFacts) -> dict[str, Any]:

@@ -18,34 +18,14 @@ as 0 >= 0 on a kernel with no local or global traffic through L1, and said nothi
 
 from __future__ import annotations
 
-import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nsdiag.analysis.diagnosis import Evidence, Finding, Skipped, share_of
 from nsdiag.analysis.expr import Comparison
+from nsdiag.analysis.message_template import render
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.model.values import missing, number
-
-
-class _SafeFormatter(string.Formatter):
-    """str.format over evidence values: plain field names only; missing or NaN prints n/a."""
-
-    def get_field(self, field_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        if not field_name.isidentifier():
-            raise ValueError(f"bad field {field_name!r}")
-        return kwargs.get(field_name), field_name
-
-    def format_field(self, value: Any, format_spec: str) -> str:
-        if missing(value):
-            return "n/a"
-        try:
-            return format(value, format_spec)
-        except (TypeError, ValueError):
-            return str(value)
-
-
-_FORMATTER = _SafeFormatter()
 
 
 def missing_names(values: Mapping[str, Any], names: Sequence[str]) -> list[str]:
@@ -84,8 +64,8 @@ def evaluate_rule(
         recoverable=recoverable,
         saved_ns=saved,
         estimate="metrics" if saved is not None else "none",
-        message=_FORMATTER.format(rule.message, **values),
-        fix=_FORMATTER.format(rule.fix, **values),
+        message=render(rule.message, values),
+        fix=render(rule.fix, values),
         impact_basis=rule.impact_basis,
         evidence=evidence,
     )

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from nsdiag.analysis.expr import Expression, ExpressionError, parse
-from nsdiag.analysis.rule_context import CONSTANTS, rule_names
+from nsdiag.analysis.message_template import template_problems
+from nsdiag.analysis.program_values import PROGRAM_VALUES
+from nsdiag.analysis.rule_context import CONSTANTS, rule_names, template_names
 from nsdiag.errors import RuleError
 from nsdiag.resources import rules_dir
 
@@ -68,7 +71,9 @@ class RuleSpec:
     impact: Expression | None  # recoverable fraction of the kernel's time, 0..1
     impact_basis: str  # the assumption behind `impact`, shown to users
     evidence: tuple[str, ...]
-    message: str  # str.format template over the evidence values
+    # str.format templates (analysis/message_template.py) over the values a kernel rule sees
+    # (rule_context.template_names) or a program rule's analysis gives (program_values)
+    message: str
     fix: str
     doc: dict[str, str | list[str]]
     params: dict[str, float] = field(default_factory=dict)  # program analyses' thresholds
@@ -167,6 +172,35 @@ def _defaults(
     return defaults
 
 
+def _analysis(data: dict[str, Any], path: Path, scope: str) -> str:
+    analysis = str(data.get("analysis", ""))
+    if scope == "program" and analysis not in PROGRAM_VALUES:
+        raise RuleError(
+            f"{path.name}: program rule names unknown analysis {analysis!r}",
+            f"analysis = one of {', '.join(PROGRAM_VALUES)}",
+        )
+    return analysis
+
+
+def _template_names(scope: str, analysis: str) -> tuple[Collection[str], str]:
+    """The names a rule's message and fix may use, and a hint that says where they come from."""
+    if scope == "program":
+        names = PROGRAM_VALUES[analysis]
+        return names, f"analysis {analysis} gives {', '.join(names)}"
+    return template_names(), "name values of nsdiag/analysis/rule_context.py: {name}, {name:.2f}"
+
+
+def _template(
+    data: dict[str, Any], key: str, path: Path, names: tuple[Collection[str], str]
+) -> str:
+    """A message or fix template, checked against the names its values will have."""
+    template = _text(data, key, path)
+    problems = template_problems(template, names[0])
+    if problems:
+        raise RuleError(f"{path.name}: {key} template: {'; '.join(problems)}", names[1])
+    return template
+
+
 def parse_rule(path: Path) -> RuleSpec:
     data = _read(path)
     rule_id, cause, scope = _identity(data, path)
@@ -180,6 +214,8 @@ def parse_rule(path: Path) -> RuleSpec:
         raise RuleError(f"{path.name}: kernel rules need a condition", 'add condition = "..."')
     impact = _expr(data, "impact", path, known)
     read = frozenset().union(*(e.names for e in (condition, impact) if e is not None))
+    analysis = _analysis(data, path, scope)
+    names = _template_names(scope, analysis)
     return RuleSpec(
         id=rule_id,
         cause=cause,
@@ -190,11 +226,11 @@ def parse_rule(path: Path) -> RuleSpec:
         impact=impact,
         impact_basis=str(data.get("impact_basis", "")).strip(),
         evidence=evidence,
-        message=_text(data, "message", path),
-        fix=_text(data, "fix", path),
+        message=_template(data, "message", path, names),
+        fix=_template(data, "fix", path, names),
         doc=doc,
         params=params,
-        analysis=str(data.get("analysis", "")),
+        analysis=analysis,
         path=str(path),
         defaults=_defaults(data, path, requires, read),
     )

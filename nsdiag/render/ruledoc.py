@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from nsdiag.analysis.message_template import template_fields
+from nsdiag.analysis.program_values import template_names
 from nsdiag.analysis.rulespec import RuleSpec
 
 _HEADINGS = {
@@ -37,6 +39,7 @@ def rule_text(rule: RuleSpec) -> str:
         lines.append("estimated saving: none (the finding says so instead of printing a number)")
     if rule.impact_basis:
         lines.append(f"  because: {rule.impact_basis}")
+    lines.extend(_template_lines(rule))
     for key, heading in _HEADINGS.items():
         value = rule.doc.get(key)
         lines.append("")
@@ -46,3 +49,17 @@ def rule_text(rule: RuleSpec) -> str:
         else:
             lines.append(f"  {value}")
     return "\n".join(lines)
+
+
+def _template_lines(rule: RuleSpec) -> list[str]:
+    """What a rule's message and fix show: a kernel rule's names, or every value a program rule's
+    analysis gives its templates."""
+    if rule.scope != "program":
+        shown = dict.fromkeys(f for t in (rule.message, rule.fix) for f, _, _ in template_fields(t))
+        return [f"message shows: {', '.join(shown)}"] if shown else []
+    values = template_names(rule)
+    width = max((len(name) for name in values), default=0)
+    return [
+        f"analysis: {rule.analysis}; its message and fix may use these values:",
+        *(f"  {{{name}}}{' ' * (width - len(name))}  {text}" for name, text in values.items()),
+    ]

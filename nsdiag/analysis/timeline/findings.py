@@ -12,8 +12,9 @@ import pandas as pd
 
 from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding, share_of
+from nsdiag.analysis.program_values import program_text
 from nsdiag.analysis.rulespec import RuleSpec, default_rules
-from nsdiag.analysis.timeline.nvtx import UNNAMED
+from nsdiag.analysis.timeline.nvtx import UNNAMED, label
 from nsdiag.analysis.timeline.view import TimelineView
 from nsdiag.model.session import Session
 
@@ -25,7 +26,7 @@ class Draft:
     device: int
     range: str
     saved_ns: float
-    message: str
+    values: Mapping[str, Any]  # for the rule's templates, besides the range's (range_values)
     evidence: tuple[Evidence, ...]
     details: Mapping[str, Any]
 
@@ -93,8 +94,19 @@ def range_wall_ns(session: Session, v: TimelineView, name: str, device: int) -> 
     return float(end - start)
 
 
+def range_values(draft: Draft) -> dict[str, Any]:
+    """The template values every timeline finding has (program_values.RANGE_VALUES)."""
+    return {
+        "range_label": label(draft.range),
+        "range": draft.range,
+        "device": int(draft.device),
+        "saved_ms": draft.saved_ns / 1e6,
+    }
+
+
 def make_finding(rule: RuleSpec, ctx: ProgramContext, draft: Draft) -> Finding:
     v = ctx.view
+    message, fix = program_text(rule, {**range_values(draft), **draft.values})
     start, end = v.spans.get(draft.device, (0, 0))
     wall = range_wall_ns(ctx.session, v, draft.range, draft.device)
     details = {
@@ -110,8 +122,8 @@ def make_finding(rule: RuleSpec, ctx: ProgramContext, draft: Draft) -> Finding:
         title=rule.title,
         impact=share_of(draft.saved_ns, ctx.wall_ns),
         recoverable=min(draft.saved_ns / wall, 1.0) if wall else 0.0,
-        message=draft.message,
-        fix=rule.fix,
+        message=message,
+        fix=fix,
         impact_basis=rule.impact_basis,
         evidence=draft.evidence,
         range=draft.range or None,

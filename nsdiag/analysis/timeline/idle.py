@@ -12,7 +12,6 @@ from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.analysis.timeline.attribution import gap_parts
 from nsdiag.analysis.timeline.findings import Draft, param, per_range, share
-from nsdiag.analysis.timeline.nvtx import label
 from nsdiag.model.intervals import union_ns
 from nsdiag.model.tables import records
 
@@ -49,11 +48,13 @@ def _draft(
     min_gap = param(rule, "min_gap_ns", 100_000)
     idle = float(group["idle"].sum())
     largest = [_largest(g, api) for g in records(group.nlargest(3, "idle"))]
-    message = (
-        f"{label(name)}: the GPU (device {device}) sat idle {idle / 1e6:.2f} ms in {len(group)} "
-        f"gaps of at least {min_gap / 1e3:.0f} us (largest {largest[0]['length_ns'] / 1e6:.2f} "
-        f"ms). {_describe_host(largest)}"
-    )
+    values = {
+        "idle_ms": idle / 1e6,
+        "gaps": len(group),
+        "min_gap_us": min_gap / 1e3,
+        "largest_gap_ms": largest[0]["length_ns"] / 1e6,
+        "host_activity": _describe_host(largest),
+    }
     evidence = (
         Evidence("idle_gaps", float(len(group))),
         Evidence("idle_ns", idle),
@@ -66,7 +67,7 @@ def _draft(
         "attributed_to_syncs_ns": float((group["sync_claim_ns"] * group["fraction"]).sum()),
         "largest": largest,
     }
-    return Draft(device, name, saved, message, evidence, details)
+    return Draft(device, name, saved, values, evidence, details)
 
 
 def _largest(gap: dict[str, Any], api: pd.DataFrame) -> dict[str, Any]:

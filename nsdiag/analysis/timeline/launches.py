@@ -13,7 +13,6 @@ from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.analysis.timeline.findings import Draft, param, per_range, share
-from nsdiag.analysis.timeline.nvtx import label
 from nsdiag.analysis.timeline.view import TimelineView
 
 
@@ -106,14 +105,16 @@ def _draft(
     links = max(int(group["links"].sum()), 1)
     launch_call = (in_range["api_end_ns"] - in_range["api_start_ns"])[in_range["api_start_ns"] > 0]
     call = float(launch_call.median()) if len(launch_call) else None
-    message = (
-        f"{label(name)}: {n} tiny kernels in {len(group)} back-to-back run(s) keep the GPU busy "
-        f"only {busy / 1e6:.2f} ms while it idles {gaps / 1e6:.2f} ms between them "
-        f"({busy / n / 1e3:.1f} us per kernel, {gaps / links / 1e3:.1f} us gaps"
-        + (f"; each launch call takes {call / 1e3:.1f} us on the host" if call else "")
-        + "). Launch overhead dominates: a CUDA graph or fused kernel would save about "
-        f"{saved / 1e6:.2f} ms."
-    )
+    values = {
+        "kernels": n,
+        "runs": len(group),
+        "busy_ms": busy / 1e6,
+        "idle_ms": gaps / 1e6,
+        "kernel_us": busy / n / 1e3,
+        "gap_us": gaps / links / 1e3,
+        "launch_call_us": call / 1e3 if call is not None else None,
+        "launch_call": f"; each launch call takes {call / 1e3:.1f} us on the host" if call else "",
+    }
     evidence = (
         Evidence("tiny_kernels", float(n), ">=", param(rule, "min_run_kernels", 50)),
         Evidence("mean_kernel_ns", busy / n, "<=", param(rule, "tiny_kernel_ns", 10_000)),
@@ -128,4 +129,4 @@ def _draft(
         "gap_ns": gaps,
         "streams": sorted(map(int, in_range["stream"].unique())),
     }
-    return Draft(device, name, saved, message, evidence, details)
+    return Draft(device, name, saved, values, evidence, details)

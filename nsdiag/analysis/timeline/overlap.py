@@ -171,13 +171,18 @@ def _draft(
         if len(streams) == 1
         else f"on streams {', '.join(map(str, streams))}"
     )
-    message = (
-        f"{label(s.range)}: copies ({s.copy_ns / 1e6:.2f} ms: H2D {s.h2d_ns / 1e6:.2f}, "
-        f"D2H {s.d2h_ns / 1e6:.2f}) and kernels ({s.kernel_ns / 1e6:.3f} ms) run one after "
-        f"another ({where}): {s.overlap_fraction * 100:.0f}% of the possible overlap is achieved. "
-        f"Chunked copies on separate streams would save about {s.saved_ns / 1e6:.2f} ms."
-        + (f" Overlap measured elsewhere in this timeline: {', '.join(others)}." if others else "")
-    )
+    values = {
+        "copy_ms": s.copy_ns / 1e6,
+        "h2d_ms": s.h2d_ns / 1e6,
+        "d2h_ms": s.d2h_ns / 1e6,
+        "kernel_ms": s.kernel_ns / 1e6,
+        "possible_overlap_ms": s.possible_ns / 1e6,
+        "overlap_pct": s.overlap_fraction * 100,
+        "streams": where,
+        "overlap_elsewhere": (
+            f" Overlap measured elsewhere in this timeline: {', '.join(others)}." if others else ""
+        ),
+    }
     evidence = (
         Evidence("overlap_fraction", s.overlap_fraction, "<", max_fraction),
         Evidence("copy_time_ns", s.copy_ns),
@@ -190,4 +195,4 @@ def _draft(
         {"range": m.range or None, "device": m.device, "overlap_fraction": m.overlap_fraction}
         for m in measured
     ]
-    return Draft(s.device, s.range, s.saved_ns, message, evidence, details)
+    return Draft(s.device, s.range, s.saved_ns, values, evidence, details)

@@ -10,7 +10,6 @@ from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.analysis.timeline.findings import Draft, param, per_range, share
-from nsdiag.analysis.timeline.nvtx import label
 from nsdiag.analysis.timeline.pinned import pageable_saving, pinned_model
 
 
@@ -52,26 +51,30 @@ def _draft(
     nbytes, time_ns = float(group["bytes"].sum()), float(group["duration"].sum())
     pinned = [d["pinned_gb_per_s"] for d in per_direction.values() if d["pinned_gb_per_s"]]
     speedup = param(rule, "assumed_pinned_speedup", 2.0)
-    basis = (
-        f"pinned copies in this timeline reach {max(pinned):.1f} GB/s"
-        if pinned
-        else f"no pinned copy to compare with: assumed {speedup:g}x faster pinned"
-    )
-    message = (
-        f"{label(name)}: {len(group)} host-device copies from pageable memory move "
-        f"{nbytes / 1e6:.0f} MB in {time_ns / 1e6:.2f} ms ({gbps(nbytes, time_ns):.1f} GB/s); "
-        f"{basis}. Pinned buffers would save about {saved / 1e6:.2f} ms."
-    )
+    achieved, best = gbps(nbytes, time_ns), max(pinned) if pinned else None
+    values = {
+        "copies": len(group),
+        "copy_mb": nbytes / 1e6,
+        "copy_ms": time_ns / 1e6,
+        "copy_gb_per_s": achieved,
+        "pinned_gb_per_s": best,
+        "assumed_pinned_speedup": speedup,
+        "pinned_basis": (
+            f"pinned copies in this timeline reach {best:.1f} GB/s"
+            if best
+            else f"no pinned copy to compare with: assumed {speedup:g}x faster pinned"
+        ),
+    }
     evidence = (
         Evidence("pageable_copies", float(len(group))),
         Evidence("pageable_bytes", nbytes),
         Evidence("pageable_copy_time_ns", time_ns),
-        Evidence("pageable_gb_per_s", gbps(nbytes, time_ns)),
-        Evidence("pinned_gb_per_s", max(pinned) if pinned else None),
+        Evidence("pageable_gb_per_s", achieved),
+        Evidence("pinned_gb_per_s", best),
         share(rule, ctx, saved, 0.01),
     )
     details = {
         "directions": per_direction,
         "streams": sorted(map(int, group["stream"].unique())),
     }
-    return Draft(device, name, saved, message, evidence, details)
+    return Draft(device, name, saved, values, evidence, details)

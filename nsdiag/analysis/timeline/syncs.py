@@ -9,7 +9,6 @@ from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.analysis.timeline.findings import Draft, param, per_range, share
-from nsdiag.analysis.timeline.nvtx import label
 
 
 def sync_heavy(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
@@ -48,12 +47,13 @@ def _draft(
     saved, blocked = float(group["claim_ns"].sum()), float(mine["duration_ns"].sum())
     idle = float(ctx.view.gaps.loc[group["gap"].unique(), "length"].sum())
     names = ", ".join(f"{n} x{c}" for n, c in mine["name"].value_counts().head(3).items())
-    message = (
-        f"{label(name)}: {count} blocking synchronisations ({names}), each after only "
-        f"{work / 1e3:.1f} us of GPU work (median). The host was blocked {blocked / 1e6:.2f} ms "
-        f"and the GPU sat idle {idle / 1e6:.2f} ms after them waiting for new work; dropping the "
-        f"syncs would save about {saved / 1e6:.2f} ms."
-    )
+    values = {
+        "sync_calls": count,
+        "sync_names": names,
+        "median_work_us": work / 1e3,
+        "host_blocked_ms": blocked / 1e6,
+        "gpu_idle_ms": idle / 1e6,
+    }
     evidence = (
         Evidence("sync_calls", float(count), ">=", param(rule, "min_syncs", 20)),
         Evidence(
@@ -70,4 +70,4 @@ def _draft(
         "gpu_idle_after_syncs_ns": idle,
         "median_work_ns": work,
     }
-    return Draft(device, name, saved, message, evidence, details)
+    return Draft(device, name, saved, values, evidence, details)

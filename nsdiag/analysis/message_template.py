@@ -1,0 +1,96 @@
+"""A rule's `message` and `fix`: str.format templates over named values, checked when the rules
+load and formatted safely.
+
+A template may only name values (`{name}` or `{name:spec}`, a plain identifier, optionally with
+a conversion `!s`, `!r` or `!a`): no positional fields (`{}`, `{0}`), no attribute or item access
+(`{a.b}`, `{a[0]}`), no nested fields in a spec, and a spec of the standard mini-language with a
+width and precision of at most MAX_SPEC_NUMBER. Formatting never fails: a missing or NaN value
+prints n/a, a spec that does not suit the value prints the value plainly.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from nsdiag.model.values import missing
+
+MAX_SPEC_NUMBER = 64  # the largest width or precision a template's format spec may ask for
+
+# [[fill]align][sign][z][#][0][width][grouping][.precision][type] (Python's format mini-language)
+_SPEC = re.compile(
+    r"(?:.?[<>=^])?[-+ ]?z?#?0?(?P<width>\d*)[_,]?(?:\.(?P<precision>\d+))?[bcdeEfFgGnosxX%]?",
+    re.DOTALL,
+)
+_CONVERSIONS = (None, "s", "r", "a")
+
+
+def spec_problem(spec: str) -> str | None:
+    """What is wrong with a format spec, or None when it is a bounded standard spec."""
+    match = _SPEC.fullmatch(spec)
+    if match is None:
+        return f"format spec {spec!r} is not a plain format spec"
+    sizes = (int(n) for n in (match["width"], match["precision"]) if n)
+    if any(n > MAX_SPEC_NUMBER for n in sizes):
+        return f"format spec {spec!r} asks for more than {MAX_SPEC_NUMBER} characters or digits"
+    return None
+
+
+def template_fields(template: str) -> list[tuple[str, str, str | None]]:
+    """The replacement fields of a template: (name, spec, conversion). ValueError when the
+    template does not parse (a single '{' or '}')."""
+    return [
+        (field, spec or "", conversion)
+        for _, field, spec, conversion in string.Formatter().parse(template)
+        if field is not None
+    ]
+
+
+def template_problems(template: str, known: Collection[str]) -> list[str]:
+    """Why a template cannot be formatted over values named `known` (empty when it can)."""
+    try:
+        fields = template_fields(template)
+    except ValueError as exc:
+        return [f"malformed template ({exc}); write a literal brace as {{{{ or }}}}"]
+    problems = []
+    for name, spec, conversion in fields:
+        if not name.isidentifier():
+            problems.append(f"field {{{name}}} is not a plain value name")
+        elif name not in known:
+            problems.append(f"unknown value {{{name}}}")
+        if conversion not in _CONVERSIONS:
+            problems.append(f"field {{{name}}} has an unknown conversion !{conversion}")
+        problem = spec_problem(spec)
+        if problem is not None:
+            problems.append(f"field {{{name}}}: {problem}")
+    return problems
+
+
+class _SafeFormatter(string.Formatter):
+    """str.format over named values: plain field names only; missing or NaN prints n/a; a spec
+    that is unbounded or does not suit the value is dropped."""
+
+    def get_field(self, field_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        if not field_name.isidentifier():
+            raise ValueError(f"bad field {field_name!r}")
+        return kwargs.get(field_name), field_name
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        if missing(value):
+            return "n/a"
+        if spec_problem(format_spec) is not None:
+            return str(value)
+        try:
+            return format(value, format_spec)
+        except (TypeError, ValueError):
+            return str(value)
+
+
+_FORMATTER = _SafeFormatter()
+
+
+def render(template: str, values: Mapping[str, Any]) -> str:
+    """The template formatted over the values."""
+    return _FORMATTER.vformat(template, (), values)
