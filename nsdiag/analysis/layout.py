@@ -55,10 +55,6 @@ def strided_copy(k: KernelDiagnosis) -> bool:
     return any(v is not None and 0 < v < 16 for v in per_sector)
 
 
-def is_layout_kernel(k: KernelDiagnosis) -> bool:
-    return named_conversion(k.demangled or k.name) or strided_copy(k)
-
-
 def _conversions(ctx: ProgramContext) -> pd.DataFrame:
     sequence = launches(ctx)
     strided = {signature_key(k.name, "", "")[3] for k in ctx.kernels if strided_copy(k)}

@@ -108,10 +108,6 @@ def tensor_core_evidence(values: Mapping[str, Any]) -> str:
     return ""
 
 
-def is_tensor_core_kernel(values: Mapping[str, Any]) -> bool:
-    return bool(tensor_core_evidence(values))
-
-
 def device_cc(values: Mapping[str, Any]) -> tuple[int, int] | None:
     """The compute capability of the kernel's device: the `cc` column, else ncu's attributes."""
     cc = values.get("cc")

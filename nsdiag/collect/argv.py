@@ -97,6 +97,28 @@ def _region(profile_from_start: bool, nvtx: str | None) -> list[str]:
     return out
 
 
+def _ncu_run(
+    profile_from_start: bool,
+    nvtx: str | None,
+    output: str | Path,
+    program: Sequence[str],
+    *,
+    no_source: bool = True,
+) -> list[str]:
+    """What every ncu run ends with: the region, the GPU's own clocks (as a plain run sees them),
+    `--import-source no` (the duration pass leaves ncu's default), the report and the program."""
+    return [
+        *_region(profile_from_start, nvtx),
+        "--clock-control",
+        "none",
+        *(["--import-source", "no"] if no_source else []),
+        "-f",
+        "-o",
+        ncu_output(output),
+        *program,
+    ]
+
+
 def nsys_profile(
     nsys: str | Path, output: str | Path, program: Sequence[str], *, profile_from_start: bool = True
 ) -> list[str]:
@@ -139,13 +161,7 @@ def ncu_durations(
         str(ncu),
         "--metrics",
         DURATION_METRIC,
-        *_region(profile_from_start, nvtx),
-        "--clock-control",
-        "none",
-        "-f",
-        "-o",
-        ncu_output(output),
-        *program,
+        *_ncu_run(profile_from_start, nvtx, output, program, no_source=False),
     ]
 
 
@@ -188,18 +204,7 @@ def ncu_targeted(
         "--launch-count",
         str(launch_count),
     ]
-    return [
-        *argv,
-        *_region(profile_from_start, nvtx),
-        "--clock-control",
-        "none",
-        "--import-source",
-        "no",
-        "-f",
-        "-o",
-        ncu_output(output),
-        *program,
-    ]
+    return [*argv, *_ncu_run(profile_from_start, nvtx, output, program)]
 
 
 def ncu_full(
@@ -215,18 +220,7 @@ def ncu_full(
     argv = [str(ncu), "--set", "full"]
     if kernel_regex:
         argv += ["-k", f"regex:{kernel_regex}"]
-    return [
-        *argv,
-        *_region(profile_from_start, nvtx),
-        "--clock-control",
-        "none",
-        "--import-source",
-        "no",
-        "-f",
-        "-o",
-        ncu_output(output),
-        *program,
-    ]
+    return [*argv, *_ncu_run(profile_from_start, nvtx, output, program)]
 
 
 def ncu_query_metrics(ncu: str | Path) -> list[str]:

@@ -45,14 +45,7 @@ Runner = Callable[[Sequence[str], float], tuple[int, str]]
 def run_command(argv: Sequence[str], timeout_s: float) -> tuple[int, str]:
     """(exit code, stdout + stderr); 127 when the program cannot start, 124 on timeout."""
     try:
-        done = subprocess.run(
-            list(argv),
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        done = tools.capture(argv, timeout_s)
     except FileNotFoundError as exc:
         return 127, str(exc)
     except OSError as exc:

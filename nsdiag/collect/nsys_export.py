@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 from nsdiag.collect.argv import nsys_export_sqlite
-from nsdiag.collect.tools import find_optional
+from nsdiag.collect.tools import capture, find_optional
 from nsdiag.errors import InputError, MissingDependencyError, ProfilerError
 
 EXPORT_HINT = (
@@ -34,13 +34,7 @@ def export_sqlite(report: Path, output: Path, timeout_s: float = 600.0) -> Path:
             EXPORT_HINT,
         )
     try:
-        done = subprocess.run(
-            nsys_export_sqlite(nsys, report, output),
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-        )
+        done = capture(nsys_export_sqlite(nsys, report, output), timeout_s)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ProfilerError(f"nsys export of {report} failed: {exc}", EXPORT_HINT) from exc
     if done.returncode != 0 or not output.is_file():

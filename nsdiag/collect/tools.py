@@ -70,17 +70,23 @@ def parse_version(text: str) -> str | None:
     return ".".join(g for g in match.groups() if g is not None)
 
 
+def capture(argv: Sequence[str], timeout_s: float) -> subprocess.CompletedProcess[str]:
+    """A short command's exit code and output as text, its stdin closed (so a tool that asks a
+    question cannot hang nsdiag). Raises what subprocess.run raises."""
+    return subprocess.run(
+        list(argv),
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
 def run_version(path: Path, timeout_s: float = 30.0) -> str | None:
     """The `--version` output of a binary, or None when it does not run."""
     try:
-        done = subprocess.run(
-            [str(path), "--version"],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        done = capture([str(path), "--version"], timeout_s)
     except (OSError, subprocess.SubprocessError):
         return None
     return (done.stdout or "") + (done.stderr or "")
@@ -187,14 +193,7 @@ def query_metrics(ncu: Path, timeout_s: float = 120.0) -> str | None:
     """`ncu --query-metrics --csv`: the metrics the GPUs here offer (base names); None when it
     fails."""
     try:
-        done = subprocess.run(
-            ncu_query_metrics(ncu),
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        done = capture(ncu_query_metrics(ncu), timeout_s)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout if done.returncode == 0 and done.stdout else None
