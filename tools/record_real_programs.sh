@@ -10,6 +10,10 @@
 #                                     user runs it (auto region, steady-state launches) on four
 #                                     programs, and plain timings of the CNN's fixes
 #   tools/record_real_programs.sh D   the compiled CNN's timeline; the DataLoader step re-profiled
+#   tools/record_real_programs.sh E   (two GPUs, nvidia-h200-x2) DDP training timelines: balanced,
+#                                     a straggler rank, one gradient bucket; one report for all
+#                                     ranks and one per rank; ncu under the launcher; the
+#                                     host<->device pipeline probe; two runs of one program
 # Steps run in order within a time budget; each step's files are packed into $OUT as it ends, so
 # a call cut short still returns what was done.
 set -u
@@ -17,6 +21,8 @@ PART=${1:?part A or B}
 OUT=${OUT:?set by the device tool}
 BUDGET=${BUDGET:-560}
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
+# No NVLink multicast on the lent machines (GPU-NOTES.md), in every program started here.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 mkdir -p /tmp/dw && for f in .devdeps/*.deb; do dpkg -x "$f" /tmp/dw; done
 export LD_LIBRARY_PATH=/tmp/dw/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 NSYS=/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys
@@ -101,6 +107,48 @@ case $PART in
     export -f prof
     step tl_infer_cnn_compiled 60 120 timeline infer_cnn_compiled $P/infer_cnn.py --compile
     step verify_train_loader 60 200 prof train_loader $P/train_loader.py --iters 8
+    ;;
+  E)  # two GPUs
+    TR="python3 -m torch.distributed.run --nproc-per-node 2"
+    ddp() {  # ddp NAME ARGS...: one nsys report following the launcher's children, SQLite export
+      local name=$1; shift
+      "$NSYS" profile -t cuda,nvtx,osrt --cpuctxsw none -s none -f true -o "$R/$name" \
+        $TR $P/ddp_train.py --warmup 3 --iters 8 "$@" &&
+      "$NSYS" export --type sqlite -f true -o "$R/$name.sqlite" "$R/$name.nsys-rep"
+    }
+    ddp_ranks() {  # ddp_ranks NAME ARGS...: one nsys report per rank, as srun/torchrun users do
+      local name=$1; shift
+      $TR --no-python "$NSYS" profile -t cuda,nvtx,osrt --cpuctxsw none -s none -f true \
+        -o "$R/${name}_rank%q{RANK}" python3 $P/ddp_train.py --warmup 3 --iters 8 "$@" &&
+      for f in "$R/${name}"_rank*.nsys-rep; do
+        "$NSYS" export --type sqlite -f true -o "${f%.nsys-rep}.sqlite" "$f" || return 1
+      done
+    }
+    ncu_all() {  # ncu following every rank, NCCL kernels left out of replay
+      ncu --target-processes all --clock-control none --metrics gpu__time_duration.sum \
+        -k 'regex:^(?!nccl)' --launch-skip 300 --launch-count 6 -f -o "$R/ncu_all" \
+        $TR $P/ddp_train.py --warmup 3 --iters 4 &&
+      ncu -i "$R/ncu_all.ncu-rep" --csv --page raw --print-units base | gzip > "$R/ncu_all.raw.csv.gz"
+    }
+    ncu_rank0() {  # ncu on rank 0 only, the other rank runs plain
+      $TR --no-python bash -c 'if [ "$RANK" = 0 ]; then exec ncu --clock-control none \
+        --metrics gpu__time_duration.sum -k "regex:^(?!nccl)" --launch-skip 300 --launch-count 6 \
+        -f -o "$R/ncu_rank0" python3 "$@"; else exec python3 "$@"; fi' _ \
+        $P/ddp_train.py --warmup 3 --iters 4 &&
+      ncu -i "$R/ncu_rank0.ncu-rep" --csv --page raw --print-units base | gzip > "$R/ncu_rank0.raw.csv.gz"
+    }
+    export TR; export -f ddp ddp_ranks ncu_all ncu_rank0
+    step probe_pipeline 60 150 python3 tools/probes/probe_pipeline.py
+    step plain_ddp 30 90 $TR $P/ddp_train.py
+    step plain_ddp_straggler 30 90 $TR $P/ddp_train.py --straggler-rank 1
+    step ddp_balanced 60 120 ddp ddp_balanced
+    step ddp_straggler 60 120 ddp ddp_straggler --straggler-rank 1
+    step ddp_straggler_ranks 60 150 ddp_ranks ddp_straggler --straggler-rank 1
+    step ddp_single_bucket 60 120 ddp ddp_single_bucket --single-bucket
+    step ncu_rank0 60 150 ncu_rank0
+    step ncu_all 60 150 ncu_all
+    step tl_elementwise_run1 30 60 timeline elementwise_run1 $P/elementwise.py
+    step tl_elementwise_run2 30 60 timeline elementwise_run2 $P/elementwise.py
     ;;
 esac
 ls -la "$OUT"; echo "total $(( $(date +%s) - T0 ))s"
