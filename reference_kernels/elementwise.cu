@@ -116,6 +116,7 @@ void nsdiag_compile_check(const float* x, float* out, int64_t pixels, nsdiag::Af
 }
 #else
 #include <climits>
+#include <vector>
 
 #include <torch/extension.h>
 // c10/cuda/CUDAStream.h instead of ATen/cuda/CUDAContext.h: same current-stream call
@@ -220,6 +221,66 @@ void copy_float4(const at::Tensor& src, const at::Tensor& dst) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// The copy-compute-copy pipeline, enqueued from C++: per chunk one H2D copy on `h2d`, the
+// float4 kernel on `compute` once that copy is in, one D2H copy on `d2h` once the kernel is
+// done. Seven API calls a chunk, a few microseconds of host time: enqueued from Python the
+// same chunk cost about 70 us (tensor slicing, stream contexts, event objects), more than
+// its copy takes on the GPU, so the host, not the link, set the pace beyond 8 chunks.
+void stream_split_into(const at::Tensor& h_in, const at::Tensor& h_out, const at::Tensor& d_in,
+                       const at::Tensor& d_out, const at::Tensor& matrix_folded,
+                       const at::Tensor& bias, const std::vector<int64_t>& bounds,
+                       int64_t h2d_stream, int64_t compute_stream, int64_t d2h_stream) {
+  const int64_t pixels = check_io(d_in, d_out);
+  for (const at::Tensor* h : {&h_in, &h_out}) {
+    TORCH_CHECK(h->device().is_cpu() && h->is_pinned(), "host buffers must be pinned CPU tensors");
+    TORCH_CHECK(h->scalar_type() == at::kFloat && h->is_contiguous() && h->numel() == d_in.numel(),
+                "host buffers must be contiguous float32 with the device buffers' size");
+  }
+  TORCH_CHECK(bounds.size() >= 2 && bounds.front() == 0 && bounds.back() == pixels,
+              "bounds must run from 0 to the pixel count");
+  TORCH_CHECK_VALUE(reinterpret_cast<uintptr_t>(d_in.data_ptr()) % 16 == 0 &&
+                        reinterpret_cast<uintptr_t>(d_out.data_ptr()) % 16 == 0,
+                    "stream_split needs 16-byte-aligned device buffers");
+  for (size_t i = 1; i < bounds.size(); ++i) {
+    TORCH_CHECK(bounds[i] >= bounds[i - 1], "bounds must not decrease");
+    TORCH_CHECK(bounds[i - 1] % 4 == 0, "chunks must start at a multiple of 4 pixels");
+  }
+  const Affine3 a = to_affine(matrix_folded, bias);
+  const c10::cuda::CUDAGuard guard(d_in.device());
+  const auto h2d = reinterpret_cast<cudaStream_t>(h2d_stream);
+  const auto compute = reinterpret_cast<cudaStream_t>(compute_stream);
+  const auto d2h = reinterpret_cast<cudaStream_t>(d2h_stream);
+  const float* src = h_in.data_ptr<float>();
+  float* dst = h_out.data_ptr<float>();
+  float* dev_in = d_in.data_ptr<float>();
+  float* dev_out = d_out.data_ptr<float>();
+  for (size_t i = 1; i < bounds.size(); ++i) {
+    const int64_t p0 = bounds[i - 1], n = bounds[i] - p0;
+    if (n == 0) continue;
+    const size_t offset = static_cast<size_t>(p0) * 3, bytes = static_cast<size_t>(n) * 12;
+    cudaEvent_t copied, computed;
+    C10_CUDA_CHECK(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming));
+    C10_CUDA_CHECK(cudaEventCreateWithFlags(&computed, cudaEventDisableTiming));
+    C10_CUDA_CHECK(
+        cudaMemcpyAsync(dev_in + offset, src + offset, bytes, cudaMemcpyHostToDevice, h2d));
+    C10_CUDA_CHECK(cudaEventRecord(copied, h2d));
+    C10_CUDA_CHECK(cudaStreamWaitEvent(compute, copied, 0));
+    const int64_t groups = n / 4;
+    const int tail = static_cast<int>(n % 4);
+    float4_kernel<<<grid_for(groups + (tail > 0 ? 1 : 0)), kBlock, 0, compute>>>(
+        reinterpret_cast<const float4*>(dev_in + offset),
+        reinterpret_cast<float4*>(dev_out + offset), groups, tail, a);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    C10_CUDA_CHECK(cudaEventRecord(computed, compute));
+    C10_CUDA_CHECK(cudaStreamWaitEvent(d2h, computed, 0));
+    C10_CUDA_CHECK(
+        cudaMemcpyAsync(dst + offset, dev_out + offset, bytes, cudaMemcpyDeviceToHost, d2h));
+    // Destroying a recorded event is allowed: its resources go once the work completes.
+    C10_CUDA_CHECK(cudaEventDestroy(copied));
+    C10_CUDA_CHECK(cudaEventDestroy(computed));
+  }
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
@@ -231,6 +292,11 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
         py::arg("matrix_folded"), py::arg("bias"), py::arg("out"));
   m.def("float4_into", &float4_into, "float4, writing into out", py::arg("x"),
         py::arg("matrix_folded"), py::arg("bias"), py::arg("out"));
+  m.def("stream_split_into", &stream_split_into,
+        "pinned h_in -> d_in -> float4 -> d_out -> pinned h_out, chunk by chunk on three streams",
+        py::arg("h_in"), py::arg("h_out"), py::arg("d_in"), py::arg("d_out"),
+        py::arg("matrix_folded"), py::arg("bias"), py::arg("bounds"), py::arg("h2d_stream"),
+        py::arg("compute_stream"), py::arg("d2h_stream"));
   m.def("copy_float4", &copy_float4, "dst = src with 128-bit loads/stores", py::arg("src"),
         py::arg("dst"));
 }

@@ -14,6 +14,10 @@
 #                                     a straggler rank, one gradient bucket; one report for all
 #                                     ranks and one per rank; ncu under the launcher; the
 #                                     host<->device pipeline probe; two runs of one program
+#   tools/record_real_programs.sh F   before/after pairs for `nsdiag diff`: the reference kernels
+#                                     (naive, float4, serial pageable, stream-split after its fix)
+#                                     and two fixes nsdiag recommended (--pad-vocab, --compile),
+#                                     each a `nsdiag profile` session; the pipeline probe again
 # Steps run in order within a time budget; each step's files are packed into $OUT as it ends, so
 # a call cut short still returns what was done.
 set -u
@@ -149,6 +153,19 @@ case $PART in
     step ncu_all 60 150 ncu_all
     step tl_elementwise_run1 30 60 timeline elementwise_run1 $P/elementwise.py
     step tl_elementwise_run2 30 60 timeline elementwise_run2 $P/elementwise.py
+    ;;
+  F)  # before/after pairs for nsdiag diff
+    prof() { local name=$1; shift; python3 -m nsdiag profile -o "$R/$name" "$@" && python3 -m nsdiag explain "$R/$name" --top-kernels 3 --top 2; }
+    ref() { local name=$1; shift; prof "$name" -- python3 reference_kernels/run_all.py --profile-region "$@"; }
+    export -f prof ref
+    step probe_pipeline 60 150 python3 tools/probes/probe_pipeline.py
+    step bench_reference 40 120 python3 benchmarks/bench_reference_kernels.py --json "$R/bench.json"
+    step ref_naive 50 150 ref ref_naive --variants naive --iters 10
+    step ref_float4 50 150 ref ref_float4 --variants float4 --iters 10
+    step ref_serial_pageable 50 150 ref ref_serial_pageable --variants serial_pageable --iters 10
+    step ref_stream_split 50 150 ref ref_stream_split --variants stream_split --iters 10
+    step fix_lm_train 120 200 prof lm_train_padded $P/lm_train.py --iters 6 --pad-vocab
+    step fix_elementwise 80 150 prof elementwise_compiled $P/elementwise.py --compile
     ;;
 esac
 ls -la "$OUT"; echo "total $(( $(date +%s) - T0 ))s"

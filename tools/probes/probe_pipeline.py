@@ -1,10 +1,11 @@
-"""Where does stream_split's time go? Copy rates alone and at once, and the pipeline per chunk count.
+"""Where does stream_split's time go? Copy rates alone and at once; the pipeline per chunking.
 
     python tools/probes/probe_pipeline.py [--shape 16 512 512] [--iters 20]
 
 Prints one JSON line: H2D and D2H of the whole batch alone (pinned, CUDA events), both at once on
-two streams (is the link full duplex here?), the float4 kernel alone, and stream_split by host
-wall clock for several chunk counts, each as a ratio to max(H2D, D2H, compute).
+two streams (is the link full duplex here?), the float4 kernel alone, and the pipeline for
+several chunk counts, by CUDA events on the caller's stream and by host wall clock around
+stream_split, each as a ratio to max(H2D, D2H, compute).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from reference_kernels.variants import load_extension, make_inputs, stream_split
+from reference_kernels.algebra import chunk_bounds
+from reference_kernels.variants import _pipeline_streams, load_extension, make_inputs, stream_split
 
 
 def cuda_ms(fn, iters: int) -> float:
@@ -89,7 +91,23 @@ def main() -> None:
         "duplex_ratio": bidir / bound,
         "bound_ms": bound,
     }
-    for chunks in (2, 4, 8, 16, 32, 64):
+    d_in = torch.empty_like(x)
+    streams = _pipeline_streams(x.device)
+    pixels = x.numel() // 3
+
+    def pipeline(chunks: int) -> None:
+        cur = torch.cuda.current_stream()
+        for s in streams:
+            s.wait_stream(cur)
+        ext.stream_split_into(
+            h_in, h_out, d_in, d_out, params.matrix_folded, params.bias,
+            chunk_bounds(pixels, chunks), *(s.cuda_stream for s in streams),
+        )  # fmt: skip
+        cur.wait_stream(streams[2])
+
+    for chunks in (4, 8, 16, 24, 32, 48, 64):
+        ms = cuda_ms(lambda c=chunks: pipeline(c), args.iters)
+        result[f"events_{chunks}_over_bound"] = ms / bound
         ms = host_ms(lambda c=chunks: stream_split(h_in, params, out=h_out, chunks=c), args.iters)
         result[f"split_{chunks}_ms"] = ms
         result[f"split_{chunks}_over_bound"] = ms / bound
