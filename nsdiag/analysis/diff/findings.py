@@ -1,0 +1,222 @@
+"""Findings of BEFORE and AFTER paired by rule and scope: resolved, persisting, changed, new;
+and for each resolved one, its predicted saving next to the measured change.
+
+A finding's scope is the kernel matches its kernels belong to (a kernel finding's kernel; a
+program finding's fusion chain, conversion kernels or named kernel) and, for program findings,
+its NVTX range. Findings of one rule in one scope pair up most-saving first; what is left of
+BEFORE is resolved (or unchecked, where AFTER cannot tell), what is left of AFTER is new.
+
+The measured change of a finding with kernels is their matches' time before minus after; of a
+finding with none (idle gaps, copies, launch overhead) the region's median iteration before
+minus after. Findings whose kernels a larger resolved finding already covers are shown but not
+added to the total, so the total compares one prediction per piece of time with the region's
+measured change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from nsdiag.analysis.diagnosis import Finding, KernelDiagnosis
+from nsdiag.analysis.diff.kernels import LABELS, KernelMatch
+from nsdiag.analysis.diff.side import Side
+from nsdiag.model.names import normalized
+
+STATUSES = ("resolved", "unchecked", "persists", "changed", "new")
+CHANGED = 0.2  # a persisting finding whose saving moved by more than this share has changed
+
+
+@dataclass(frozen=True)
+class Scoped:
+    """A finding of one side with the kernel matches it is about."""
+
+    finding: Finding
+    kernel: KernelDiagnosis | None  # for kernel findings
+    matches: frozenset[int]
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        kind = "kernel" if self.kernel is not None else "program"
+        return (kind, self.finding.rule, self.finding.range, self.matches)
+
+
+@dataclass(frozen=True)
+class FindingChange:
+    status: str  # one of STATUSES
+    before: Scoped | None
+    after: Scoped | None
+    predicted_ns: float | None  # BEFORE's saving per iteration (None: no estimate)
+    after_saved_ns: float | None  # AFTER's saving per iteration, where it still fires
+    measured_ns: float | None  # time saved per iteration on its scope (resolved findings)
+    measured_on: str  # "its kernels" | "the region" | ""
+    how: str  # why resolved or unchecked
+    counted: bool = False  # in the prediction check's total
+
+    @property
+    def finding(self) -> Finding:
+        scoped = self.before or self.after
+        assert scoped is not None
+        return scoped.finding
+
+    @property
+    def scope(self) -> str:
+        scoped = self.before or self.after
+        return "kernel" if scoped is not None and scoped.kernel is not None else "program"
+
+    @property
+    def ratio(self) -> float | None:
+        if self.measured_ns is None or not self.predicted_ns:
+            return None
+        return self.measured_ns / self.predicted_ns
+
+
+@dataclass(frozen=True)
+class PredictionCheck:
+    """The resolved findings' predicted savings together, against the region's measured
+    change (per iteration)."""
+
+    predicted_ns: float
+    measured_ns: float
+    findings: int
+
+    @property
+    def ratio(self) -> float | None:
+        return self.measured_ns / self.predicted_ns if self.predicted_ns else None
+
+
+def compare_findings(
+    before: Side, after: Side, matches: Sequence[KernelMatch]
+) -> tuple[tuple[FindingChange, ...], PredictionCheck | None]:
+    owner_b, owner_a = _owners(matches, "before"), _owners(matches, "after")
+    old = _grouped(_scoped(before, owner_b))
+    new = _grouped(_scoped(after, owner_a))
+    by_id = {m.id: m for m in matches}
+    region_change = before.region_time.median - after.region_time.median
+    changes: list[FindingChange] = []
+    for key in list(old) + [k for k in new if k not in old]:
+        olds, news = old.get(key, []), new.get(key, [])
+        for b, a in zip(olds, news, strict=False):
+            changes.append(_persisting(b, a, before, after))
+        for b in olds[len(news) :]:
+            changes.append(_gone(b, before, after, by_id, region_change))
+        for a in news[len(olds) :]:
+            saved = after.per_iteration(a.finding.saved_ns)
+            changes.append(FindingChange("new", None, a, None, saved, None, "", ""))
+    changes = _counted(changes)
+    changes.sort(key=lambda c: (STATUSES.index(c.status), -(c.predicted_ns or c.after_saved_ns or 0)))
+    resolved = [c for c in changes if c.counted]
+    check = (
+        PredictionCheck(sum(c.predicted_ns or 0.0 for c in resolved), region_change, len(resolved))
+        if resolved
+        else None
+    )
+    return tuple(changes), check
+
+
+def _owners(matches: Sequence[KernelMatch], side: str) -> dict[int, int]:
+    """Kernel index (on one side) -> the match it belongs to."""
+    return {
+        k.index: m.id for m in matches for k in (m.before if side == "before" else m.after)
+    }
+
+
+def _scoped(side: Side, owner: Mapping[int, int]) -> list[Scoped]:
+    by_diagnosis: dict[int, set[int]] = {}
+    by_name: dict[str, set[int]] = {}
+    for k in side.kernels:
+        if k.diagnosis is not None:
+            by_diagnosis.setdefault(k.diagnosis.id, set()).add(owner[k.index])
+        by_name.setdefault(normalized(k.name), set()).add(owner[k.index])
+    d = side.diagnosis
+    out = [
+        Scoped(f, k, frozenset(by_diagnosis.get(k.id, set()))) for k in d.kernels for f in k.findings
+    ]
+    for f in d.program_findings:
+        named: set[int] = set()
+        for name in _kernel_names(f):
+            named |= by_name.get(normalized(name), set())
+        out.append(Scoped(f, None, frozenset(named)))
+    return out
+
+
+def _kernel_names(f: Finding) -> Iterable[str]:
+    """The kernels a program finding is about: its fusion chain, the kernels its details list,
+    else the kernel it names."""
+    if f.chain:
+        return f.chain
+    listed = f.details.get("kernels") if isinstance(f.details, Mapping) else None
+    if isinstance(listed, list) and all(isinstance(n, str) for n in listed):
+        return listed
+    return [f.kernel] if f.kernel else []
+
+
+def _grouped(scoped: list[Scoped]) -> dict[tuple[object, ...], list[Scoped]]:
+    out: dict[tuple[object, ...], list[Scoped]] = {}
+    for s in sorted(scoped, key=lambda s: s.finding.rank_key):
+        out.setdefault(s.key, []).append(s)
+    return out
+
+
+def _persisting(b: Scoped, a: Scoped, before: Side, after: Side) -> FindingChange:
+    was = before.per_iteration(b.finding.saved_ns)
+    now = after.per_iteration(a.finding.saved_ns)
+    moved = was is not None and now is not None and abs(now - was) > CHANGED * max(abs(was), 1.0)
+    return FindingChange("changed" if moved else "persists", b, a, was, now, None, "", "")
+
+
+def _gone(
+    b: Scoped,
+    before: Side,
+    after: Side,
+    matches: Mapping[int, KernelMatch],
+    region_change: float,
+) -> FindingChange:
+    predicted = before.per_iteration(b.finding.saved_ns)
+    status, how = _why_gone(b, after, matches)
+    if b.matches:
+        measured = sum(-matches[i].change_ns for i in b.matches)
+        on = "its kernels"
+    else:
+        measured, on = region_change, "the region"
+    return FindingChange(status, b, None, predicted, None, measured, on, how)
+
+
+def _why_gone(b: Scoped, after: Side, matches: Mapping[int, KernelMatch]) -> tuple[str, str]:
+    """Resolved, or unchecked where AFTER cannot tell: its kernels still run and AFTER has no
+    Nsight Compute metrics for them (kernel rules, and program rules such as the layout
+    conversions' sector check, read those metrics)."""
+    skipped = [s.reason for s in after.diagnosis.skipped_rules if s.rule == b.finding.rule]
+    if skipped and b.kernel is None:
+        return "unchecked", f"AFTER could not apply the rule ({skipped[0]})"
+    if not b.matches:
+        return "resolved", "the rule no longer fires"
+    scope = [matches[i] for i in sorted(b.matches)]
+    changed = [m for m in scope if not m.same_kernel]
+    one = b.kernel is not None or len(scope) == 1
+    what, runs, them = ("its kernel", "runs", "it") if one else ("its kernels", "run", "them")
+    if changed:
+        hows = ", ".join(dict.fromkeys(LABELS[m.method] for m in changed))
+        return "resolved", f"{what} no longer {runs} as before: {hows}"
+    if all(k.diagnosis is None for m in scope for k in m.after):
+        return "unchecked", f"{what} still {runs}, and AFTER has no Nsight Compute metrics for {them}"
+    return "resolved", f"the rule no longer fires on {what}"
+
+
+def _counted(changes: list[FindingChange]) -> list[FindingChange]:
+    """Resolved findings with an estimate, largest first, each counted unless a larger one
+    already covers one of its kernel matches."""
+    covered: set[int] = set()
+    out: dict[int, FindingChange] = {}
+    order = sorted(
+        (i for i, c in enumerate(changes) if c.status == "resolved" and c.predicted_ns),
+        key=lambda i: -(changes[i].predicted_ns or 0.0),
+    )
+    for i in order:
+        c = changes[i]
+        scope = c.before.matches if c.before is not None else frozenset()
+        if scope & covered:
+            continue
+        covered |= scope
+        out[i] = replace(c, counted=True)
+    return [out.get(i, c) for i, c in enumerate(changes)]
