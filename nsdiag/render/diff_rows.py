@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis
 from nsdiag.analysis.diff import Diff, KernelMatch
-from nsdiag.analysis.diff.kernels import LABELS
 from nsdiag.analysis.diff.findings import FindingChange
 from nsdiag.analysis.diff.gate import Gate, GateCheck
+from nsdiag.analysis.diff.kernels import LABELS
 from nsdiag.analysis.diff.side import KernelTimes, Side
 from nsdiag.analysis.diff.stats import ALPHA, MIN_SAMPLES, Spread
 from nsdiag.model.names import ELLIPSIS, short_name, short_names
@@ -78,7 +78,7 @@ def region_headline(diff: Diff) -> str:
 def verdict(k: KernelDiagnosis | None) -> str:
     if k is None:
         return "not profiled"
-    return k.bound + (f": {k.limiter}" if k.limiter else "")
+    return k.bound + (f": {k.limiter}" if k.limiter and k.limiter != k.bound else "")
 
 
 @dataclass(frozen=True)
@@ -155,6 +155,37 @@ def where(change: FindingChange) -> str:
     if f.chain:
         return f"chain of {len(f.chain)} kernels from {short_name(f.chain[0])}"
     return short_name(f.kernel) if f.kernel else "the program"
+
+
+def expected(diff: Diff, change: FindingChange) -> str:
+    """A resolved finding's predicted saving; a changed one's drop, with both savings."""
+    if change.expected_ns is None:
+        return fmt.NO_ESTIMATE
+    text = time(diff, change.expected_ns)
+    if change.status == "changed":
+        text += f" ({fmt.time_ns(change.predicted_ns)} -> {fmt.time_ns(change.after_saved_ns)})"
+    return text
+
+
+def measured(diff: Diff, change: FindingChange) -> str:
+    if change.measured_ns is None:
+        return fmt.MISSING
+    on = change.measured_on
+    if change.shared > 1:
+        on = f"the region, for {change.shared} findings together"
+    return time(diff, change.measured_ns) + (f" ({on})" if on else "")
+
+
+def check_line(diff: Diff) -> str:
+    """The prediction check in one sentence."""
+    c = diff.check
+    if c is None:
+        return "Prediction check: no finding of BEFORE with an estimate was resolved or shrank"
+    return (
+        f"Prediction check: the {c.findings} finding(s) resolved or shrunk predicted "
+        f"{time(diff, c.predicted_ns)}; the region measured {time(diff, c.measured_ns)} "
+        f"(ratio {ratio(c.ratio)})"
+    )
 
 
 def ratio(value: float | None) -> str:

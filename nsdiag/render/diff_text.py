@@ -38,12 +38,12 @@ def summary(diff: Diff) -> str:
     """`matched: 88 same kernel, 3 same library role, 1 replaced by fused; 2 gone, 1 new`."""
     counts = Counter(m.method for m in diff.matches)
     matched = [
-        f"{counts[m]} {rows.METHOD_LABELS[m]}" for m in rows.METHOD_LABELS if m not in ("gone", "new")
+        f"{counts[m]} {rows.METHOD_LABELS[m]}"
+        for m in rows.METHOD_LABELS
+        if m not in ("gone", "new")
         if counts[m]
     ]
-    return (
-        f"matched: {', '.join(matched) or 'nothing'}; {counts['gone']} gone, {counts['new']} new"
-    )
+    return f"matched: {', '.join(matched) or 'nothing'}; {counts['gone']} gone, {counts['new']} new"
 
 
 def _kernels(console: Console, diff: Diff, top: int) -> None:
@@ -82,47 +82,40 @@ def _kernels(console: Console, diff: Diff, top: int) -> None:
 
 
 def _findings(console: Console, diff: Diff) -> None:
-    resolved = [c for c in diff.findings if c.status == "resolved"]
-    if resolved:
-        table = Table(title="Findings resolved: predicted against measured", expand=True)
+    checked = [c for c in diff.findings if c.status == "resolved" or c.expected_ns]
+    if checked:
+        table = Table(title="Findings resolved or shrunk: predicted against measured", expand=True)
         for name, justify in (
             ("rule", "left"),
             ("where", "left"),
+            ("status", "left"),
             ("predicted", "right"),
             ("measured", "right"),
             ("ratio", "right"),
             ("how", "left"),
         ):
             table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-        for c in resolved:
+        for c in checked:
             f = c.finding
-            measured = rows.time(diff, c.measured_ns) + (
-                f" ({c.measured_on})" if c.measured_on else ""
-            )
             table.add_row(
-                f"{f.rule} {f.cause}" + ("" if c.counted or not c.predicted_ns else " *"),
+                f"{f.rule} {f.cause}" + ("" if c.counted or not c.expected_ns else " *"),
                 rows.where(c),
-                rows.time(diff, c.predicted_ns) if c.predicted_ns else fmt.NO_ESTIMATE,
-                measured,
+                c.status,
+                rows.expected(diff, c),
+                rows.measured(diff, c),
                 rows.ratio(c.ratio),
-                c.how,
+                c.how or "the saving AFTER still predicts is smaller",
             )
         console.print(table)
-        if any(c.predicted_ns and not c.counted for c in resolved):
+        if any(c.expected_ns and not c.counted for c in checked):
             console.print(
-                Text("* its kernels are covered by a larger resolved finding: not added below",
-                     style="dim")
+                Text(
+                    "* its kernels are covered by a larger finding: not added to the check",
+                    style="dim",
+                )
             )
     if diff.check is not None:
-        c = diff.check
-        console.print(
-            Text(
-                f"Prediction check: the {c.findings} resolved finding(s) predicted "
-                f"{rows.time(diff, c.predicted_ns)}; the region measured "
-                f"{rows.time(diff, c.measured_ns)} (ratio {rows.ratio(c.ratio)})",
-                style="bold",
-            )
-        )
+        console.print(Text(rows.check_line(diff), style="bold"))
     for status, title in (
         ("changed", "Findings whose saving changed"),
         ("persists", "Findings that persist"),

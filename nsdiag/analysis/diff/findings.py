@@ -4,7 +4,9 @@ and for each resolved one, its predicted saving next to the measured change.
 A finding's scope is the kernel matches its kernels belong to (a kernel finding's kernel; a
 program finding's fusion chain, conversion kernels or named kernel) and, for program findings,
 its NVTX range. Findings of one rule in one scope pair up most-saving first; what is left of
-BEFORE is resolved (or unchecked, where AFTER cannot tell), what is left of AFTER is new.
+BEFORE is resolved (or unchecked, where AFTER cannot tell), what is left of AFTER is new. A
+pair whose saving moved by more than CHANGED has changed; where it shrank, the drop is what the
+change was expected to save (the DataLoader's idle gaps shrink, they do not vanish).
 
 The measured change of a finding with kernels is their matches' time before minus after; of a
 finding with none (idle gaps, copies, launch overhead) the region's median iteration before
@@ -52,6 +54,7 @@ class FindingChange:
     measured_on: str  # "its kernels" | "the region" | ""
     how: str  # why resolved or unchecked
     counted: bool = False  # in the prediction check's total
+    shared: int = 0  # findings measured on the same region change (ratio only for the total)
 
     @property
     def finding(self) -> Finding:
@@ -65,16 +68,28 @@ class FindingChange:
         return "kernel" if scoped is not None and scoped.kernel is not None else "program"
 
     @property
+    def expected_ns(self) -> float | None:
+        """The saving the change should have brought: a resolved finding's whole prediction, a
+        changed one's drop (BEFORE's saving minus what AFTER still predicts)."""
+        if self.status == "resolved":
+            return self.predicted_ns
+        if self.status == "changed" and self.predicted_ns and self.after_saved_ns is not None:
+            drop = self.predicted_ns - self.after_saved_ns
+            return drop if drop > 0 else None
+        return None
+
+    @property
     def ratio(self) -> float | None:
-        if self.measured_ns is None or not self.predicted_ns:
+        expected = self.expected_ns
+        if self.measured_ns is None or not expected or self.shared > 1:
             return None
-        return self.measured_ns / self.predicted_ns
+        return self.measured_ns / expected
 
 
 @dataclass(frozen=True)
 class PredictionCheck:
-    """The resolved findings' predicted savings together, against the region's measured
-    change (per iteration)."""
+    """The savings the resolved (and shrunk) findings predicted, together, against the
+    region's measured change (per iteration)."""
 
     predicted_ns: float
     measured_ns: float
@@ -97,17 +112,19 @@ def compare_findings(
     for key in list(old) + [k for k in new if k not in old]:
         olds, news = old.get(key, []), new.get(key, [])
         for b, a in zip(olds, news, strict=False):
-            changes.append(_persisting(b, a, before, after))
+            changes.append(_persisting(b, a, before, after, by_id, region_change))
         for b in olds[len(news) :]:
             changes.append(_gone(b, before, after, by_id, region_change))
         for a in news[len(olds) :]:
             saved = after.per_iteration(a.finding.saved_ns)
             changes.append(FindingChange("new", None, a, None, saved, None, "", ""))
-    changes = _counted(changes)
-    changes.sort(key=lambda c: (STATUSES.index(c.status), -(c.predicted_ns or c.after_saved_ns or 0)))
+    changes = _shared(_counted(changes))
+    changes.sort(
+        key=lambda c: (STATUSES.index(c.status), -(c.predicted_ns or c.after_saved_ns or 0))
+    )
     resolved = [c for c in changes if c.counted]
     check = (
-        PredictionCheck(sum(c.predicted_ns or 0.0 for c in resolved), region_change, len(resolved))
+        PredictionCheck(sum(c.expected_ns or 0.0 for c in resolved), region_change, len(resolved))
         if resolved
         else None
     )
@@ -116,9 +133,7 @@ def compare_findings(
 
 def _owners(matches: Sequence[KernelMatch], side: str) -> dict[int, int]:
     """Kernel index (on one side) -> the match it belongs to."""
-    return {
-        k.index: m.id for m in matches for k in (m.before if side == "before" else m.after)
-    }
+    return {k.index: m.id for m in matches for k in (m.before if side == "before" else m.after)}
 
 
 def _scoped(side: Side, owner: Mapping[int, int]) -> list[Scoped]:
@@ -130,7 +145,9 @@ def _scoped(side: Side, owner: Mapping[int, int]) -> list[Scoped]:
         by_name.setdefault(normalized(k.name), set()).add(owner[k.index])
     d = side.diagnosis
     out = [
-        Scoped(f, k, frozenset(by_diagnosis.get(k.id, set()))) for k in d.kernels for f in k.findings
+        Scoped(f, k, frozenset(by_diagnosis.get(k.id, set())))
+        for k in d.kernels
+        for f in k.findings
     ]
     for f in d.program_findings:
         named: set[int] = set()
@@ -158,11 +175,32 @@ def _grouped(scoped: list[Scoped]) -> dict[tuple[object, ...], list[Scoped]]:
     return out
 
 
-def _persisting(b: Scoped, a: Scoped, before: Side, after: Side) -> FindingChange:
+def _persisting(
+    b: Scoped,
+    a: Scoped,
+    before: Side,
+    after: Side,
+    matches: Mapping[int, KernelMatch],
+    region_change: float,
+) -> FindingChange:
     was = before.per_iteration(b.finding.saved_ns)
     now = after.per_iteration(a.finding.saved_ns)
     moved = was is not None and now is not None and abs(now - was) > CHANGED * max(abs(was), 1.0)
-    return FindingChange("changed" if moved else "persists", b, a, was, now, None, "", "")
+    measured, on = _measured(b, matches, region_change)
+    status = "changed" if moved else "persists"
+    return FindingChange(status, b, a, was, now, measured, on, "")
+
+
+def _measured(
+    b: Scoped, matches: Mapping[int, KernelMatch], region_change: float
+) -> tuple[float | None, str]:
+    """Time saved per iteration on the finding's scope: its kernels' matches, or the region
+    for a finding about no kernel in particular."""
+    if b.matches:
+        return sum(-matches[i].change_ns for i in b.matches), "its kernels"
+    if b.kernel is not None:
+        return None, ""
+    return region_change, "the region"
 
 
 def _gone(
@@ -174,11 +212,7 @@ def _gone(
 ) -> FindingChange:
     predicted = before.per_iteration(b.finding.saved_ns)
     status, how = _why_gone(b, after, matches)
-    if b.matches:
-        measured = sum(-matches[i].change_ns for i in b.matches)
-        on = "its kernels"
-    else:
-        measured, on = region_change, "the region"
+    measured, on = _measured(b, matches, region_change)
     return FindingChange(status, b, None, predicted, None, measured, on, how)
 
 
@@ -190,6 +224,8 @@ def _why_gone(b: Scoped, after: Side, matches: Mapping[int, KernelMatch]) -> tup
     if skipped and b.kernel is None:
         return "unchecked", f"AFTER could not apply the rule ({skipped[0]})"
     if not b.matches:
+        if b.kernel is not None:
+            return "unchecked", "its kernel was not found in BEFORE's timeline"
         return "resolved", "the rule no longer fires"
     scope = [matches[i] for i in sorted(b.matches)]
     changed = [m for m in scope if not m.same_kernel]
@@ -199,18 +235,31 @@ def _why_gone(b: Scoped, after: Side, matches: Mapping[int, KernelMatch]) -> tup
         hows = ", ".join(dict.fromkeys(LABELS[m.method] for m in changed))
         return "resolved", f"{what} no longer {runs} as before: {hows}"
     if all(k.diagnosis is None for m in scope for k in m.after):
-        return "unchecked", f"{what} still {runs}, and AFTER has no Nsight Compute metrics for {them}"
+        return (
+            "unchecked",
+            f"{what} still {runs}, and AFTER has no Nsight Compute metrics for {them}",
+        )
     return "resolved", f"the rule no longer fires on {what}"
 
 
+def _shared(changes: list[FindingChange]) -> list[FindingChange]:
+    """Findings about no kernel in particular are all measured on the region's change; where
+    several shrank or went, only their total says whether the estimates hold."""
+    region_wide = [c for c in changes if c.expected_ns and c.measured_on == "the region"]
+    if len(region_wide) < 2:
+        return changes
+    return [replace(c, shared=len(region_wide)) if c in region_wide else c for c in changes]
+
+
 def _counted(changes: list[FindingChange]) -> list[FindingChange]:
-    """Resolved findings with an estimate, largest first, each counted unless a larger one
-    already covers one of its kernel matches."""
+    """Resolved findings with an estimate and changed ones whose saving dropped, largest
+    expected saving first, each counted unless a larger one already covers one of its kernel
+    matches."""
     covered: set[int] = set()
     out: dict[int, FindingChange] = {}
     order = sorted(
-        (i for i, c in enumerate(changes) if c.status == "resolved" and c.predicted_ns),
-        key=lambda i: -(changes[i].predicted_ns or 0.0),
+        (i for i, c in enumerate(changes) if c.expected_ns),
+        key=lambda i: -(changes[i].expected_ns or 0.0),
     )
     for i in order:
         c = changes[i]

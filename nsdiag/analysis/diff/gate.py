@@ -4,7 +4,8 @@ a threshold, beyond the iteration-to-iteration noise?
 A quantity is slower when AFTER's median exceeds BEFORE's by more than the threshold AND a
 one-sided Mann-Whitney U test over the iterations says AFTER's values are larger at p < ALPHA.
 With fewer than MIN_SAMPLES iterations on a side the noise cannot be measured; the threshold
-alone then decides, and the gate's line (render/diff_text.py) says so. docs/diff.md has the reasoning.
+alone then decides, and the gate's line (render/diff_rows.py) says so. docs/diff.md has the
+reasoning.
 """
 
 from __future__ import annotations
@@ -66,7 +67,8 @@ def check(
     threshold_pct: float,
     share_pct: float = DEFAULT_SHARE_PCT,
 ) -> Gate:
-    """`region`: BEFORE's and AFTER's region time per iteration. Kernels checked: matched on both sides, above `share_pct` of the region's time
+    """`region`: BEFORE's and AFTER's region time per iteration. Kernels checked: matched on
+    both sides, above `share_pct` of the region's time
     (mean iteration) on either side."""
     before, after = region
     checks = [_check("the region", None, before, after, threshold_pct)]

@@ -110,8 +110,7 @@ def match_kernels(before: Side, after: Side) -> tuple[KernelMatch, ...]:
     pairs = _Pairs()
     _by_signature(before.kernels, after.kernels, pairs)
     _by_name(before.kernels, after.kernels, pairs)
-    for tag, b_block, a_block in _replaced_stretches(before, after, pairs):
-        del tag
+    for b_block, a_block in _replaced_stretches(before, after, pairs):
         _by_role(before, after, b_block, a_block, pairs)
     groups = _groups(before, after, pairs)
     return _records(before, after, pairs, groups)
@@ -177,21 +176,19 @@ def _place(k: KernelTimes) -> float:
     return 2.0 if np.isnan(k.position) else k.position
 
 
-def _tokens(side: Side, paired: dict[int, int], own: str, pair_of: dict[int, int]) -> list[str]:
-    """The typical iteration's launches as tokens: a match's id where the kernel is matched
-    (shared by both sides), else the kernel's own."""
-    return [f"m{pair_of[i]}" if i in paired else f"{own}{i}" for i in side.sequence]
+def _tokens(side: Side, pair_of: dict[int, int], own: str) -> list[str]:
+    """The typical iteration's launches as tokens: its match's id (the BEFORE kernel's index,
+    shared by both sides) where the kernel is matched, else the kernel's own."""
+    return [f"m{pair_of[i]}" if i in pair_of else f"{own}{i}" for i in side.sequence]
 
 
 def _replaced_stretches(
     before: Side, after: Side, pairs: _Pairs
-) -> list[tuple[str, list[int], list[int]]]:
+) -> list[tuple[list[int], list[int]]]:
     """Stretches of the two typical iterations that replace one another, once aligned on the
-    matches so far: (opcode, BEFORE kernel indices, AFTER kernel indices), unmatched only."""
-    pair_ids_b = {b: b for b in pairs.after_of}
-    pair_ids_a = {a: b for a, b in pairs.before_of.items()}
-    tb = _tokens(before, pairs.after_of, "b", pair_ids_b)
-    ta = _tokens(after, pairs.before_of, "a", pair_ids_a)
+    matches so far: (BEFORE kernel indices, AFTER kernel indices), unmatched ones only."""
+    tb = _tokens(before, {b: b for b in pairs.after_of}, "b")
+    ta = _tokens(after, pairs.before_of, "a")
     matcher = difflib.SequenceMatcher(a=tb, b=ta, autojunk=False)
     out = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
@@ -199,11 +196,13 @@ def _replaced_stretches(
             continue
         b_block = [before.sequence[i] for i in range(i1, i2) if tb[i].startswith("b")]
         a_block = [after.sequence[j] for j in range(j1, j2) if ta[j].startswith("a")]
-        out.append((tag, list(dict.fromkeys(b_block)), list(dict.fromkeys(a_block))))
+        out.append((list(dict.fromkeys(b_block)), list(dict.fromkeys(a_block))))
     return out
 
 
-def _by_role(before: Side, after: Side, b_block: list[int], a_block: list[int], pairs: _Pairs) -> None:
+def _by_role(
+    before: Side, after: Side, b_block: list[int], a_block: list[int], pairs: _Pairs
+) -> None:
     """Matrix products with matrix products, attention with attention, in launch order."""
     for role in {before.kernels[i].role for i in b_block} - {None}:
         bs = [i for i in b_block if before.kernels[i].role == role and i not in pairs.after_of]
@@ -223,7 +222,7 @@ def _groups(before: Side, after: Side, pairs: _Pairs) -> list[tuple[list[int], l
             x = parent[x]
         return x
 
-    for _, b_block, a_block in _replaced_stretches(before, after, pairs):
+    for b_block, a_block in _replaced_stretches(before, after, pairs):
         members = [("b", i) for i in b_block] + [("a", j) for j in a_block]
         if not b_block or not a_block:
             continue

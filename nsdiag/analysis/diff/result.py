@@ -188,9 +188,11 @@ def _finding(c: FindingChange) -> dict[str, Any]:
         "after": _scoped(c.after),
         "predicted_ns": c.predicted_ns,
         "after_saved_ns": c.after_saved_ns,
+        "expected_ns": c.expected_ns,
         "measured_ns": c.measured_ns,
         "measured_on": c.measured_on or None,
         "ratio": c.ratio,
+        "measured_shared_by": c.shared,
         "how": c.how,
         "counted": c.counted,
     }

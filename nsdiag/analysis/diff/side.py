@@ -76,6 +76,7 @@ class Side:
     kernels: tuple[KernelTimes, ...]  # most time first
     sequence: tuple[int, ...]  # kernel indices in launch order, over one typical iteration
     timeline: pd.DataFrame  # the region's activities (empty without a timeline)
+    nvtx: pd.DataFrame  # the NVTX ranges overlapping the region
 
     @property
     def iterations(self) -> int:
@@ -104,7 +105,8 @@ def build(label: str, sources: tuple[str, ...], session: Session, diagnosis: Dia
     region = diagnosis.region
     if region is None or not session.has_timeline():
         return _from_profiled(label, sources, session, diagnosis)
-    inside = restrict(session, region).timeline
+    scoped = restrict(session, region)
+    inside = scoped.timeline
     launches = kernel_launches(inside) if len(inside) else _empty_launches()
     iterations = region.iterations
     if iterations:
@@ -120,7 +122,10 @@ def build(label: str, sources: tuple[str, ...], session: Session, diagnosis: Dia
         walls = (float(region.wall_ns),)
         basis = "region"
     kernels, sequence = _kernels(launches, which, len(walls), diagnosis)
-    return Side(label, sources, diagnosis, Spread(walls), basis, kernels, sequence, inside)
+    return Side(
+        label, sources, diagnosis, Spread(walls), basis, kernels, sequence, inside,
+        scoped.nvtx_ranges,
+    )  # fmt: skip
 
 
 def _from_profiled(
@@ -134,7 +139,10 @@ def _from_profiled(
             "name": names.to_numpy(),
             "grid": order["grid"].astype(str).to_numpy() if "grid" in order else "",
             "block": order["block"].astype(str).to_numpy() if "block" in order else "",
-            "duration_ns": pd.to_numeric(order.get("duration_ns"), errors="coerce")
+            "duration_ns": pd.to_numeric(
+                order["duration_ns"] if "duration_ns" in order else pd.Series(0.0, order.index),
+                errors="coerce",
+            )
             .fillna(0.0)
             .to_numpy(),
         }
@@ -144,8 +152,9 @@ def _from_profiled(
     kernels, sequence = _kernels(launches, which, 1, diagnosis)
     total = float(launches["duration_ns"].sum())
     return Side(
-        label, sources, diagnosis, Spread((total,)), "gpu-time", kernels, sequence, pd.DataFrame()
-    )
+        label, sources, diagnosis, Spread((total,)), "gpu-time", kernels, sequence,
+        pd.DataFrame(), pd.DataFrame(),
+    )  # fmt: skip
 
 
 def _empty_launches() -> pd.DataFrame:
