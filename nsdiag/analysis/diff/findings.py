@@ -36,6 +36,7 @@ class Scoped:
     finding: Finding
     kernel: KernelDiagnosis | None  # for kernel findings
     matches: frozenset[int]
+    names: frozenset[str] = frozenset()  # its kernels' names (normalized)
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -109,13 +110,28 @@ def compare_findings(
     by_id = {m.id: m for m in matches}
     region_change = before.region_time.median - after.region_time.median
     changes: list[FindingChange] = []
+    left_old: list[Scoped] = []
+    left_new: list[Scoped] = []
     for key in list(old) + [k for k in new if k not in old]:
         olds, news = old.get(key, []), new.get(key, [])
         for b, a in zip(olds, news, strict=False):
             changes.append(_persisting(b, a, before, after, by_id, region_change))
-        for b in olds[len(news) :]:
+        left_old += olds[len(news) :]
+        left_new += news[len(olds) :]
+    # A program finding whose kernels were renamed (channels_last picks other batch-norm
+    # kernels) is still the same finding in the same NVTX range.
+    loose_old = _grouped([b for b in left_old if b.kernel is None], loose=True)
+    loose_new = _grouped([a for a in left_new if a.kernel is None], loose=True)
+    paired: set[int] = set()
+    for key, olds in loose_old.items():
+        for b, a in zip(olds, loose_new.get(key, []), strict=False):
+            changes.append(_persisting(b, a, before, after, by_id, region_change))
+            paired |= {id(b), id(a)}
+    for b in left_old:
+        if id(b) not in paired:
             changes.append(_gone(b, before, after, by_id, region_change))
-        for a in news[len(olds) :]:
+    for a in left_new:
+        if id(a) not in paired:
             saved = after.per_iteration(a.finding.saved_ns)
             changes.append(FindingChange("new", None, a, None, saved, None, "", ""))
     changes = _shared(_counted(changes))
@@ -168,10 +184,12 @@ def _kernel_names(f: Finding) -> Iterable[str]:
     return [f.kernel] if f.kernel else []
 
 
-def _grouped(scoped: list[Scoped]) -> dict[tuple[object, ...], list[Scoped]]:
+def _grouped(scoped: list[Scoped], loose: bool = False) -> dict[tuple[object, ...], list[Scoped]]:
+    """By scope (rule, range, kernel matches); `loose`: by rule and range only. Most saving
+    first."""
     out: dict[tuple[object, ...], list[Scoped]] = {}
     for s in sorted(scoped, key=lambda s: s.finding.rank_key):
-        out.setdefault(s.key, []).append(s)
+        out.setdefault(s.key[:3] if loose else s.key, []).append(s)
     return out
 
 
@@ -243,29 +261,45 @@ def _why_gone(b: Scoped, after: Side, matches: Mapping[int, KernelMatch]) -> tup
 
 
 def _shared(changes: list[FindingChange]) -> list[FindingChange]:
-    """Findings about no kernel in particular are all measured on the region's change; where
-    several shrank or went, only their total says whether the estimates hold."""
-    region_wide = [c for c in changes if c.expected_ns and c.measured_on == "the region"]
-    if len(region_wide) < 2:
-        return changes
-    return [replace(c, shared=len(region_wide)) if c in region_wide else c for c in changes]
+    """Where several findings' measured changes overlap (the region's, or one kernel match's:
+    torch.compile regroups a whole layer's kernels), only their total says whether the
+    estimates hold: such findings show no ratio of their own."""
+    checked = [c for c in changes if c.expected_ns and c.before is not None]
+
+    def overlaps(x: FindingChange, y: FindingChange) -> bool:
+        assert x.before is not None and y.before is not None
+        if x.measured_on == y.measured_on == "the region":
+            return True
+        return bool(x.before.matches & y.before.matches)
+
+    counts = {id(c): sum(overlaps(c, o) for o in checked) for c in checked}
+    return [replace(c, shared=counts[id(c)]) if counts.get(id(c), 0) > 1 else c for c in changes]
 
 
 def _counted(changes: list[FindingChange]) -> list[FindingChange]:
-    """Resolved findings with an estimate and changed ones whose saving dropped, largest
-    expected saving first, each counted unless a larger one already covers one of its kernel
-    matches."""
+    """The findings the prediction check adds up: every program finding that was resolved or
+    shrank (the engine's program analyses estimate separate pieces of time), then, largest
+    first, one kernel finding per kernel (a kernel's findings are alternative explanations of
+    the same time) whose kernel matches no counted program finding already covers."""
     covered: set[int] = set()
+    kernels_done: set[int] = set()
     out: dict[int, FindingChange] = {}
-    order = sorted(
-        (i for i, c in enumerate(changes) if c.expected_ns),
+    candidates = [i for i, c in enumerate(changes) if c.expected_ns and c.before is not None]
+    programs = [i for i in candidates if changes[i].scope == "program"]
+    kernels = sorted(
+        (i for i in candidates if changes[i].scope == "kernel"),
         key=lambda i: -(changes[i].expected_ns or 0.0),
     )
-    for i in order:
-        c = changes[i]
-        scope = c.before.matches if c.before is not None else frozenset()
-        if scope & covered:
+    for i in programs:
+        scoped = changes[i].before
+        assert scoped is not None
+        covered |= scoped.matches
+        out[i] = replace(changes[i], counted=True)
+    for i in kernels:
+        scoped = changes[i].before
+        assert scoped is not None and scoped.kernel is not None
+        if scoped.kernel.id in kernels_done or (scoped.matches and scoped.matches <= covered):
             continue
-        covered |= scope
-        out[i] = replace(c, counted=True)
+        kernels_done.add(scoped.kernel.id)
+        out[i] = replace(changes[i], counted=True)
     return [out.get(i, c) for i, c in enumerate(changes)]
