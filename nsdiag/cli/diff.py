@@ -146,9 +146,9 @@ def diff(
     else:
         click.echo(text, nl=False)
     if result.gate is not None:
-        # The text rendering ends with the gate's line; elsewhere it goes to stderr, which keeps
-        # JSON or HTML on stdout intact.
-        if fmt != "text" or (output and output != "-"):
-            click.echo(gate_line(result.gate), err=output in (None, "-"))
+        # One unwrapped line for the CI log; to stderr where stdout carries a JSON, Markdown or
+        # HTML document.
+        to_stderr = fmt != "text" and output in (None, "-")
+        click.echo(gate_line(result.gate), err=to_stderr)
         if not result.gate.passed:
             sys.exit(GATE_FAILED)

@@ -29,9 +29,7 @@ def render_diff_text(diff: Diff, top: int = 15) -> str:
     console.print(Text(f"  AFTER  {rows.spread(diff.region.after)}", style="dim"))
     _kernels(console, diff, top)
     _findings(console, diff)
-    if diff.gate is not None:
-        console.print(Text(rows.gate_line(diff.gate)))
-    return buffer.getvalue()
+    return buffer.getvalue()  # the gate's line is the CLI's to print, unwrapped
 
 
 def summary(diff: Diff) -> str:

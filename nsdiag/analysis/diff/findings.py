@@ -36,7 +36,6 @@ class Scoped:
     finding: Finding
     kernel: KernelDiagnosis | None  # for kernel findings
     matches: frozenset[int]
-    names: frozenset[str] = frozenset()  # its kernels' names (normalized)
 
     @property
     def key(self) -> tuple[object, ...]:
