@@ -8,6 +8,7 @@ import click
 
 from nsdiag import __version__
 from nsdiag.cli.analyse import explain, load, report
+from nsdiag.cli.diff import diff
 from nsdiag.cli.doctor import doctor
 from nsdiag.cli.errors import CONTEXT, errors_as_one_line
 from nsdiag.cli.profile import profile
@@ -26,5 +27,5 @@ def main() -> None:
     """Why is my CUDA kernel slow, and what do I change?"""
 
 
-for command in (load, explain, rules, report, profile, doctor):
+for command in (load, explain, rules, report, diff, profile, doctor):
     main.add_command(command)

@@ -249,6 +249,9 @@ def short_names(names: Iterable[str], max_len: int = MAX_LEN) -> dict[str, str]:
 
 _CAST = re.compile(
     r"\((?:unsigned |signed )?(?:int|long|long long|short|char|bool|unsigned)\)(?=-?\w)"
+    # nsys casts enum template arguments too, ncu prints the bare value:
+    # `(cudnnKernelDataType_t)0` against `0` (cuDNN's layout conversions, H200)
+    r"|\([A-Za-z_][\w:]*\)(?=-?\d)"
 )
 # ncu's exports print PyTorch's anonymous namespace as `unnamed>::` where nsys prints
 # `<unnamed>::` (seen on the H200 with ncu 2025.3.1: `void unnamed>::max_pool_forward_nchw<...>`).

@@ -1,0 +1,304 @@
+"""Findings of BEFORE and AFTER paired by rule and scope: resolved, persisting, changed, new;
+and for each resolved one, its predicted saving next to the measured change.
+
+A finding's scope is the kernel matches its kernels belong to (a kernel finding's kernel; a
+program finding's fusion chain, conversion kernels or named kernel) and, for program findings,
+its NVTX range. Findings of one rule in one scope pair up most-saving first; what is left of
+BEFORE is resolved (or unchecked, where AFTER cannot tell), what is left of AFTER is new. A
+pair whose saving moved by more than CHANGED has changed; where it shrank, the drop is what the
+change was expected to save (the DataLoader's idle gaps shrink, they do not vanish).
+
+The measured change of a finding with kernels is their matches' time before minus after; of a
+finding with none (idle gaps, copies, launch overhead) the region's median iteration before
+minus after. Findings whose kernels a larger resolved finding already covers are shown but not
+added to the total, so the total compares one prediction per piece of time with the region's
+measured change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from nsdiag.analysis.diagnosis import Finding, KernelDiagnosis
+from nsdiag.analysis.diff.kernels import LABELS, KernelMatch
+from nsdiag.analysis.diff.side import Side
+from nsdiag.model.names import normalized
+
+STATUSES = ("resolved", "unchecked", "persists", "changed", "new")
+CHANGED = 0.2  # a persisting finding whose saving moved by more than this share has changed
+
+
+@dataclass(frozen=True)
+class Scoped:
+    """A finding of one side with the kernel matches it is about."""
+
+    finding: Finding
+    kernel: KernelDiagnosis | None  # for kernel findings
+    matches: frozenset[int]
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        kind = "kernel" if self.kernel is not None else "program"
+        return (kind, self.finding.rule, self.finding.range, self.matches)
+
+
+@dataclass(frozen=True)
+class FindingChange:
+    status: str  # one of STATUSES
+    before: Scoped | None
+    after: Scoped | None
+    predicted_ns: float | None  # BEFORE's saving per iteration (None: no estimate)
+    after_saved_ns: float | None  # AFTER's saving per iteration, where it still fires
+    measured_ns: float | None  # time saved per iteration on its scope (resolved findings)
+    measured_on: str  # "its kernels" | "the region" | ""
+    how: str  # why resolved or unchecked
+    counted: bool = False  # in the prediction check's total
+    shared: int = 0  # findings measured on the same region change (ratio only for the total)
+
+    @property
+    def finding(self) -> Finding:
+        scoped = self.before or self.after
+        assert scoped is not None
+        return scoped.finding
+
+    @property
+    def scope(self) -> str:
+        scoped = self.before or self.after
+        return "kernel" if scoped is not None and scoped.kernel is not None else "program"
+
+    @property
+    def expected_ns(self) -> float | None:
+        """The saving the change should have brought: a resolved finding's whole prediction, a
+        changed one's drop (BEFORE's saving minus what AFTER still predicts)."""
+        if self.status == "resolved":
+            return self.predicted_ns
+        if self.status == "changed" and self.predicted_ns and self.after_saved_ns is not None:
+            drop = self.predicted_ns - self.after_saved_ns
+            return drop if drop > 0 else None
+        return None
+
+    @property
+    def ratio(self) -> float | None:
+        expected = self.expected_ns
+        if self.measured_ns is None or not expected or self.shared > 1:
+            return None
+        return self.measured_ns / expected
+
+
+@dataclass(frozen=True)
+class PredictionCheck:
+    """The savings the resolved (and shrunk) findings predicted, together, against the
+    region's measured change (per iteration)."""
+
+    predicted_ns: float
+    measured_ns: float
+    findings: int
+
+    @property
+    def ratio(self) -> float | None:
+        return self.measured_ns / self.predicted_ns if self.predicted_ns else None
+
+
+def compare_findings(
+    before: Side, after: Side, matches: Sequence[KernelMatch]
+) -> tuple[tuple[FindingChange, ...], PredictionCheck | None]:
+    owner_b, owner_a = _owners(matches, "before"), _owners(matches, "after")
+    old = _grouped(_scoped(before, owner_b))
+    new = _grouped(_scoped(after, owner_a))
+    by_id = {m.id: m for m in matches}
+    region_change = before.region_time.median - after.region_time.median
+    changes: list[FindingChange] = []
+    left_old: list[Scoped] = []
+    left_new: list[Scoped] = []
+    for key in list(old) + [k for k in new if k not in old]:
+        olds, news = old.get(key, []), new.get(key, [])
+        for b, a in zip(olds, news, strict=False):
+            changes.append(_persisting(b, a, before, after, by_id, region_change))
+        left_old += olds[len(news) :]
+        left_new += news[len(olds) :]
+    # A program finding whose kernels were renamed (channels_last picks other batch-norm
+    # kernels) is still the same finding in the same NVTX range.
+    loose_old = _grouped([b for b in left_old if b.kernel is None], loose=True)
+    loose_new = _grouped([a for a in left_new if a.kernel is None], loose=True)
+    paired: set[int] = set()
+    for key, olds in loose_old.items():
+        for b, a in zip(olds, loose_new.get(key, []), strict=False):
+            changes.append(_persisting(b, a, before, after, by_id, region_change))
+            paired |= {id(b), id(a)}
+    for b in left_old:
+        if id(b) not in paired:
+            changes.append(_gone(b, before, after, by_id, region_change))
+    for a in left_new:
+        if id(a) not in paired:
+            saved = after.per_iteration(a.finding.saved_ns)
+            changes.append(FindingChange("new", None, a, None, saved, None, "", ""))
+    changes = _shared(_counted(changes))
+    changes.sort(
+        key=lambda c: (STATUSES.index(c.status), -(c.predicted_ns or c.after_saved_ns or 0))
+    )
+    resolved = [c for c in changes if c.counted]
+    check = (
+        PredictionCheck(sum(c.expected_ns or 0.0 for c in resolved), region_change, len(resolved))
+        if resolved
+        else None
+    )
+    return tuple(changes), check
+
+
+def _owners(matches: Sequence[KernelMatch], side: str) -> dict[int, int]:
+    """Kernel index (on one side) -> the match it belongs to."""
+    return {k.index: m.id for m in matches for k in (m.before if side == "before" else m.after)}
+
+
+def _scoped(side: Side, owner: Mapping[int, int]) -> list[Scoped]:
+    by_diagnosis: dict[int, set[int]] = {}
+    by_name: dict[str, set[int]] = {}
+    for k in side.kernels:
+        if k.diagnosis is not None:
+            by_diagnosis.setdefault(k.diagnosis.id, set()).add(owner[k.index])
+        by_name.setdefault(normalized(k.name), set()).add(owner[k.index])
+    d = side.diagnosis
+    out = [
+        Scoped(f, k, frozenset(by_diagnosis.get(k.id, set())))
+        for k in d.kernels
+        for f in k.findings
+    ]
+    for f in d.program_findings:
+        named: set[int] = set()
+        for name in _kernel_names(f):
+            named |= by_name.get(normalized(name), set())
+        out.append(Scoped(f, None, frozenset(named)))
+    return out
+
+
+def _kernel_names(f: Finding) -> Iterable[str]:
+    """The kernels a program finding is about: its fusion chain, the kernels its details list,
+    else the kernel it names."""
+    if f.chain:
+        return f.chain
+    listed = f.details.get("kernels") if isinstance(f.details, Mapping) else None
+    if isinstance(listed, list) and all(isinstance(n, str) for n in listed):
+        return listed
+    return [f.kernel] if f.kernel else []
+
+
+def _grouped(scoped: list[Scoped], loose: bool = False) -> dict[tuple[object, ...], list[Scoped]]:
+    """By scope (rule, range, kernel matches); `loose`: by rule and range only. Most saving
+    first."""
+    out: dict[tuple[object, ...], list[Scoped]] = {}
+    for s in sorted(scoped, key=lambda s: s.finding.rank_key):
+        out.setdefault(s.key[:3] if loose else s.key, []).append(s)
+    return out
+
+
+def _persisting(
+    b: Scoped,
+    a: Scoped,
+    before: Side,
+    after: Side,
+    matches: Mapping[int, KernelMatch],
+    region_change: float,
+) -> FindingChange:
+    was = before.per_iteration(b.finding.saved_ns)
+    now = after.per_iteration(a.finding.saved_ns)
+    moved = was is not None and now is not None and abs(now - was) > CHANGED * max(abs(was), 1.0)
+    measured, on = _measured(b, matches, region_change)
+    status = "changed" if moved else "persists"
+    return FindingChange(status, b, a, was, now, measured, on, "")
+
+
+def _measured(
+    b: Scoped, matches: Mapping[int, KernelMatch], region_change: float
+) -> tuple[float | None, str]:
+    """Time saved per iteration on the finding's scope: its kernels' matches, or the region
+    for a finding about no kernel in particular."""
+    if b.matches:
+        return sum(-matches[i].change_ns for i in b.matches), "its kernels"
+    if b.kernel is not None:
+        return None, ""
+    return region_change, "the region"
+
+
+def _gone(
+    b: Scoped,
+    before: Side,
+    after: Side,
+    matches: Mapping[int, KernelMatch],
+    region_change: float,
+) -> FindingChange:
+    predicted = before.per_iteration(b.finding.saved_ns)
+    status, how = _why_gone(b, after, matches)
+    measured, on = _measured(b, matches, region_change)
+    return FindingChange(status, b, None, predicted, None, measured, on, how)
+
+
+def _why_gone(b: Scoped, after: Side, matches: Mapping[int, KernelMatch]) -> tuple[str, str]:
+    """Resolved, or unchecked where AFTER cannot tell: its kernels still run and AFTER has no
+    Nsight Compute metrics for them (kernel rules, and program rules such as the layout
+    conversions' sector check, read those metrics)."""
+    skipped = [s.reason for s in after.diagnosis.skipped_rules if s.rule == b.finding.rule]
+    if skipped and b.kernel is None:
+        return "unchecked", f"AFTER could not apply the rule ({skipped[0]})"
+    if not b.matches:
+        if b.kernel is not None:
+            return "unchecked", "its kernel was not found in BEFORE's timeline"
+        return "resolved", "the rule no longer fires"
+    scope = [matches[i] for i in sorted(b.matches)]
+    changed = [m for m in scope if not m.same_kernel]
+    one = b.kernel is not None or len(scope) == 1
+    what, runs, them = ("its kernel", "runs", "it") if one else ("its kernels", "run", "them")
+    if changed:
+        hows = ", ".join(dict.fromkeys(LABELS[m.method] for m in changed))
+        return "resolved", f"{what} no longer {runs} as before: {hows}"
+    if all(k.diagnosis is None for m in scope for k in m.after):
+        return (
+            "unchecked",
+            f"{what} still {runs}, and AFTER has no Nsight Compute metrics for {them}",
+        )
+    return "resolved", f"the rule no longer fires on {what}"
+
+
+def _shared(changes: list[FindingChange]) -> list[FindingChange]:
+    """Where several findings' measured changes overlap (the region's, or one kernel match's:
+    torch.compile regroups a whole layer's kernels), only their total says whether the
+    estimates hold: such findings show no ratio of their own."""
+    checked = [c for c in changes if c.expected_ns and c.before is not None]
+
+    def overlaps(x: FindingChange, y: FindingChange) -> bool:
+        assert x.before is not None and y.before is not None
+        if x.measured_on == y.measured_on == "the region":
+            return True
+        return bool(x.before.matches & y.before.matches)
+
+    counts = {id(c): sum(overlaps(c, o) for o in checked) for c in checked}
+    return [replace(c, shared=counts[id(c)]) if counts.get(id(c), 0) > 1 else c for c in changes]
+
+
+def _counted(changes: list[FindingChange]) -> list[FindingChange]:
+    """The findings the prediction check adds up: every program finding that was resolved or
+    shrank (the engine's program analyses estimate separate pieces of time), then, largest
+    first, one kernel finding per kernel (a kernel's findings are alternative explanations of
+    the same time) whose kernel matches no counted program finding already covers."""
+    covered: set[int] = set()
+    kernels_done: set[int] = set()
+    out: dict[int, FindingChange] = {}
+    candidates = [i for i, c in enumerate(changes) if c.expected_ns and c.before is not None]
+    programs = [i for i in candidates if changes[i].scope == "program"]
+    kernels = sorted(
+        (i for i in candidates if changes[i].scope == "kernel"),
+        key=lambda i: -(changes[i].expected_ns or 0.0),
+    )
+    for i in programs:
+        scoped = changes[i].before
+        assert scoped is not None
+        covered |= scoped.matches
+        out[i] = replace(changes[i], counted=True)
+    for i in kernels:
+        scoped = changes[i].before
+        assert scoped is not None and scoped.kernel is not None
+        if scoped.kernel.id in kernels_done or (scoped.matches and scoped.matches <= covered):
+            continue
+        kernels_done.add(scoped.kernel.id)
+        out[i] = replace(changes[i], counted=True)
+    return [out.get(i, c) for i, c in enumerate(changes)]

@@ -1,0 +1,221 @@
+"""The comparison's record and its JSON document (schema nsdiag.diff/1, docs/diff.schema.json)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from nsdiag.analysis.diagnosis import KernelDiagnosis, clean
+from nsdiag.analysis.diff.findings import FindingChange, PredictionCheck, Scoped
+from nsdiag.analysis.diff.gate import Gate, GateCheck
+from nsdiag.analysis.diff.kernels import KernelMatch
+from nsdiag.analysis.diff.side import KernelTimes, Side
+from nsdiag.analysis.diff.stats import Spread, p_greater, p_less
+
+SCHEMA = "nsdiag.diff/1"
+
+
+@dataclass(frozen=True)
+class RegionChange:
+    """The region's time, per iteration where a side has iterations, and how it changed."""
+
+    before: Spread
+    after: Spread
+    unit: str  # iteration | region | mixed
+    note: str  # what is compared with what, where the two sides differ
+
+    @property
+    def change_ns(self) -> float:
+        return self.after.median - self.before.median
+
+    @property
+    def change_pct(self) -> float | None:
+        b = self.before.median
+        return self.change_ns / b * 100 if b > 0 else None
+
+    @property
+    def p_slower(self) -> float | None:
+        return p_greater(self.before.samples, self.after.samples)
+
+    @property
+    def p_faster(self) -> float | None:
+        return p_less(self.before.samples, self.after.samples)
+
+
+def region_change(before: Side, after: Side) -> RegionChange:
+    b, a = before.iterations, after.iterations
+    if b and a:
+        return RegionChange(before.region_time, after.region_time, "iteration", "")
+    if not b and not a:
+        what = {"gpu-time": "the profiled GPU time", "region": "the analysed region"}
+        note = (
+            f"neither side has iterations: {what[before.basis]} of BEFORE against "
+            f"{what[after.basis]} of AFTER"
+        )
+        return RegionChange(before.region_time, after.region_time, "region", note)
+    has, lacks = ("BEFORE", "AFTER") if b else ("AFTER", "BEFORE")
+    note = (
+        f"only {has} has iterations: one iteration of {has} is compared with the whole region "
+        f"of {lacks} (right when {lacks}'s region is one iteration, as a profiler range around "
+        "one step is)"
+    )
+    return RegionChange(before.region_time, after.region_time, "mixed", note)
+
+
+@dataclass(frozen=True)
+class Diff:
+    before: Side
+    after: Side
+    region: RegionChange
+    matches: tuple[KernelMatch, ...]  # most time (either side) first
+    findings: tuple[FindingChange, ...]
+    check: PredictionCheck | None  # None: no resolved finding with an estimate
+    gate: Gate | None = None
+
+    def match(self, match_id: int) -> KernelMatch:
+        return self.matches[match_id]
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "schema": SCHEMA,
+            "before": _side(self.before),
+            "after": _side(self.after),
+            "region": _region(self.region),
+            "kernels": [_match(m, self) for m in self.matches],
+            "findings": [_finding(c) for c in self.findings],
+            "prediction_check": None
+            if self.check is None
+            else {
+                "predicted_ns": self.check.predicted_ns,
+                "measured_ns": self.check.measured_ns,
+                "ratio": self.check.ratio,
+                "findings": self.check.findings,
+            },
+            "gate": None if self.gate is None else _gate(self.gate),
+        }
+        return dict(clean(out))
+
+
+def _side(side: Side) -> dict[str, Any]:
+    d = side.diagnosis
+    return {
+        "sources": list(side.sources),
+        "device": dict(d.device),
+        "basis": side.basis,
+        "description": side.describe(),
+        "region": d.region.to_json() if d.region is not None else None,
+        "iterations": side.iterations,
+        "kernel_metrics": bool(d.kernels),
+        "kernel_signatures": len(side.kernels),
+        "kernel_time_ns": side.kernel_time_ns,
+    }
+
+
+def _region(r: RegionChange) -> dict[str, Any]:
+    return {
+        "unit": r.unit,
+        "note": r.note,
+        "before": r.before.to_json(),
+        "after": r.after.to_json(),
+        "change_ns": r.change_ns,
+        "change_pct": r.change_pct,
+        "p_slower": r.p_slower,
+        "p_faster": r.p_faster,
+    }
+
+
+def _verdict(k: KernelDiagnosis | None) -> dict[str, Any] | None:
+    if k is None:
+        return None
+    return {
+        "bound": k.bound,
+        "limiter": k.limiter,
+        "pct_of_roof": k.roofline.pct_of_roof,
+        "arithmetic_intensity": k.roofline.arithmetic_intensity,
+    }
+
+
+def _kernel(k: KernelTimes) -> dict[str, Any]:
+    return {
+        "name": k.name,
+        "grid": k.grid,
+        "block": k.block,
+        "duration_group": k.variant,
+        "launches_per_iteration": k.launches_per_iteration,
+        "time_ns": k.time_ns,
+        "verdict": _verdict(k.diagnosis),
+    }
+
+
+def _match(m: KernelMatch, diff: Diff) -> dict[str, Any]:
+    return {
+        "id": m.id,
+        "method": m.method,
+        "how": m.how(),
+        "role": m.role,
+        "before": [_kernel(k) for k in m.before],
+        "after": [_kernel(k) for k in m.after],
+        "before_ns": m.before_ns,
+        "after_ns": m.after_ns,
+        "change_ns": m.change_ns,
+        "share_before": m.before_ns / diff.region.before.mean if diff.region.before.mean else None,
+        "share_after": m.after_ns / diff.region.after.mean if diff.region.after.mean else None,
+    }
+
+
+def _scoped(s: Scoped | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    f = s.finding
+    return {
+        "kernel": s.kernel.name if s.kernel is not None else f.kernel,
+        "range": f.range,
+        "saved_ns": f.saved_ns,
+        "message": f.message,
+        "kernel_matches": sorted(s.matches),
+    }
+
+
+def _finding(c: FindingChange) -> dict[str, Any]:
+    f = c.finding
+    return {
+        "status": c.status,
+        "rule": f.rule,
+        "cause": f.cause,
+        "title": f.title,
+        "scope": c.scope,
+        "before": _scoped(c.before),
+        "after": _scoped(c.after),
+        "predicted_ns": c.predicted_ns,
+        "after_saved_ns": c.after_saved_ns,
+        "expected_ns": c.expected_ns,
+        "measured_ns": c.measured_ns,
+        "measured_on": c.measured_on or None,
+        "ratio": c.ratio,
+        "measured_shared_by": c.shared,
+        "how": c.how,
+        "counted": c.counted,
+    }
+
+
+def _check(c: GateCheck) -> dict[str, Any]:
+    return {
+        "what": c.what,
+        "kernel_match": c.match,
+        "before": c.before.to_json(),
+        "after": c.after.to_json(),
+        "change_pct": c.change_pct,
+        "p_value": c.p_value,
+        "over_threshold": c.over_threshold,
+        "beyond_noise": c.beyond_noise,
+        "slower": c.slower,
+    }
+
+
+def _gate(g: Gate) -> dict[str, Any]:
+    return {
+        "threshold_pct": g.threshold_pct,
+        "share_pct": g.share_pct,
+        "passed": g.passed,
+        "checks": [_check(c) for c in g.checks],
+    }
