@@ -52,6 +52,11 @@ def region_change(before: Side, after: Side) -> RegionChange:
             f"neither side has iterations: {what[before.basis]} of BEFORE against "
             f"{what[after.basis]} of AFTER"
         )
+        if "region" in (before.basis, after.basis):  # a timeline: its NVTX loops can be named
+            note += (
+                "; to compare per iteration with its noise, name the repeating NVTX range of "
+                "each side: --before-region nvtx:NAME --after-region nvtx:NAME"
+            )
         return RegionChange(before.region_time, after.region_time, "region", note)
     has, lacks = ("BEFORE", "AFTER") if b else ("AFTER", "BEFORE")
     note = (
@@ -208,6 +213,7 @@ def _check(c: GateCheck) -> dict[str, Any]:
         "p_value": c.p_value,
         "over_threshold": c.over_threshold,
         "beyond_noise": c.beyond_noise,
+        "clear_of_spread": c.clear_of_spread,
         "slower": c.slower,
     }
 

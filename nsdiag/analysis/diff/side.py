@@ -10,6 +10,7 @@ Compute profiled the signature.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +22,7 @@ from nsdiag.analysis.scope import restrict
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.launches import Signature, kernel_launches, signatures
 from nsdiag.model.names import function_name, normalized
-from nsdiag.model.region import launch_times
+from nsdiag.model.region import Iteration, launch_times
 from nsdiag.model.session import Session
 
 # Kernels a library picks for a job (another shape can make it pick another): matched by role.
@@ -33,6 +34,7 @@ ROLES = {
     "conv-wgrad": "matrix product",
     "attention": "attention",
 }
+GPU_BEHIND = 1.1  # the GPU finishes the iterations this much later than the host ends them
 MAX_SEQUENCE = 5000  # launches compared in order (a side without iterations: its first ones)
 
 
@@ -115,7 +117,7 @@ def build(label: str, sources: tuple[str, ...], session: Session, diagnosis: Dia
         when = launch_times(launches) if len(launches) else np.zeros(0, dtype="int64")
         which = np.searchsorted(starts, when, side="right") - 1
         which = np.where((which >= 0) & (when < ends[np.clip(which, 0, None)]), which, -1)
-        walls = tuple(float(i.wall_ns) for i in iterations)
+        walls = _iteration_times(iterations, inside)
         basis = "iterations"
     else:
         which = np.zeros(len(launches), dtype="int64")
@@ -126,6 +128,30 @@ def build(label: str, sources: tuple[str, ...], session: Session, diagnosis: Dia
         label, sources, diagnosis, Spread(walls), basis, kernels, sequence, inside,
         scoped.nvtx_ranges,
     )  # fmt: skip
+
+
+def _iteration_times(iterations: Sequence[Iteration], inside: pd.DataFrame) -> tuple[float, ...]:
+    """Each iteration's time: its host window, or, in a loop that runs ahead of the GPU, the
+    time between the GPU finishing the work of the iteration before and of this one. Such a
+    loop queues work faster than it runs: its host windows measure the launches, the gaps
+    between GPU completions what the user waits for. One measure for the whole side (the GPU's
+    where its iterations end more than GPU_BEHIND later in all), not the larger of the two per
+    iteration, which would add the jitter of both."""
+    hosts = np.array([float(i.wall_ns) for i in iterations])
+    if not len(inside) or "end_ns" not in inside:
+        return tuple(hosts)
+    starts = np.array([i.start_ns for i in iterations], dtype="int64")
+    ends = np.array([i.end_ns for i in iterations], dtype="int64")
+    when = launch_times(inside)
+    done = pd.to_numeric(inside["end_ns"], errors="coerce").to_numpy("float64")
+    which = np.searchsorted(starts, when, side="right") - 1
+    valid = (which >= 0) & (when < ends[np.clip(which, 0, None)]) & np.isfinite(done)
+    finished = ends.astype("float64")  # an iteration with no GPU work ends with its window
+    np.maximum.at(finished, which[valid], done[valid])
+    finished = np.maximum.accumulate(finished)
+    gpu = np.diff(finished, prepend=float(starts[0]))
+    behind = gpu.sum() > GPU_BEHIND * hosts.sum()
+    return tuple(float(t) for t in (gpu if behind else hosts))
 
 
 def _from_profiled(
