@@ -194,7 +194,8 @@ def ratio(value: float | None) -> str:
 
 def check_sentence(check: GateCheck) -> str:
     """`the region: 141 µs -> 561 µs (+297.4%, threshold 5%); median of 57 vs 58 iterations,
-    quartiles 137 µs–145 µs vs 557 µs–565 µs (clear of the threshold), Mann-Whitney p = 1e-20 < 0.01`"""
+    quartiles 137 µs–145 µs vs 557 µs–565 µs (clear of the threshold), Mann-Whitney
+    p = 1e-20 < 0.01`"""
     b, a = check.before, check.after
     head = (
         f"{check.what}: {fmt.time_ns(b.median)} -> {fmt.time_ns(a.median)} "
