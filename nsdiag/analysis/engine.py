@@ -14,6 +14,7 @@ from nsdiag.analysis.derived import add_derived
 from nsdiag.analysis.diagnosis import Diagnosis, Skipped, TimelineSummary
 from nsdiag.analysis.kernel_diagnosis import KernelInputs, diagnose_kernel, matrix_references
 from nsdiag.analysis.program import needs_timeline, program_findings
+from nsdiag.analysis.ranks import analyse_ranks
 from nsdiag.analysis.roofline import measured_dram_ceiling
 from nsdiag.analysis.rulespec import RuleSpec, default_rules
 from nsdiag.analysis.scope import RegionKernels, restrict, weigh_by_region
@@ -53,6 +54,7 @@ def diagnose(
     rows = records(signatures)
     inputs = replace(inputs, references=matrix_references(rows, inputs))
     kernels = [diagnose_kernel(index, row, inputs) for index, row in enumerate(rows)]
+    ranks = analyse_ranks(session, chosen) if session.has_timeline() else None
     ctx = ProgramContext(
         session=scoped,
         derived=derived,
@@ -62,6 +64,7 @@ def diagnose(
         measured_dram_ceiling=ceiling,
         region=chosen,
         wall_ns=wall_ns,
+        ranks=ranks,
     )
     program, program_skips = program_findings(ctx, program_rules)
     skipped = [s for k in kernels for s in k.skipped] + program_skips
@@ -82,6 +85,7 @@ def diagnose(
         startup=summarise(chosen, session.api_calls) if chosen is not None else None,
         wall_ns=wall_ns,
         kernels_outside_region=profiled.outside,
+        ranks=ranks,
     )
 
 
