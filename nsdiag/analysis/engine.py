@@ -21,6 +21,7 @@ from nsdiag.analysis.scope import RegionKernels, restrict, weigh_by_region
 from nsdiag.analysis.signatures import aggregate
 from nsdiag.analysis.startup import summarise
 from nsdiag.analysis.timeline.view import TimelineView, prepare
+from nsdiag.model.ranks import is_communication
 from nsdiag.model.region import Region, choose_region
 from nsdiag.model.session import Session
 from nsdiag.model.tables import records
@@ -45,7 +46,9 @@ def diagnose(
         if chosen is not None and session.has_kernels()
         else RegionKernels(session.kernels, 0, False)
     )
-    derived = add_derived(profiled.kernels) if session.has_kernels() else session.kernels
+    derived = (
+        add_derived(_computation(profiled.kernels)) if session.has_kernels() else session.kernels
+    )
     signatures = aggregate(derived) if session.has_kernels() else pd.DataFrame()
     total_ns = float(signatures["total_duration_ns"].sum()) if len(signatures) else 0.0
     wall_ns = float(chosen.wall_ns) if chosen is not None else total_ns
@@ -87,6 +90,14 @@ def diagnose(
         kernels_outside_region=profiled.outside,
         ranks=ranks,
     )
+
+
+def _computation(kernels: pd.DataFrame) -> pd.DataFrame:
+    """The profiled kernels without communication kernels (NCCL): how long one runs depends on
+    its peers, not on its own code, so it gets no verdict, roofline or kernel finding."""
+    if "name" not in kernels or not len(kernels):
+        return kernels
+    return kernels[~is_communication(kernels["name"].astype(str))]
 
 
 def _view(scoped: Session, region: Region | None) -> TimelineView | None:
