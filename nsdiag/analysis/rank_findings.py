@@ -160,10 +160,10 @@ def _late_ranges(ctx: ProgramContext, ranks: RankAnalysis, late: RankStep) -> st
         {
             "rank": rank_of(nvtx),
             "name": nvtx["name"].astype(str).to_numpy(),
-            "ns": pd.to_numeric(nvtx["duration_ns"], errors="coerce").fillna(0).to_numpy(),
+            "ns": pd.to_numeric(nvtx["duration_ns"], errors="coerce").fillna(0).to_numpy(dtype="float64"),
         }
     )
-    table = frame.groupby(["name", "rank"])["ns"].sum().unstack(fill_value=0.0)
+    table = frame.groupby(["name", "rank"])["ns"].sum().unstack().fillna(0.0)
     if late.rank.rank not in table.columns:
         return ""
     others = table.drop(columns=[late.rank.rank])
