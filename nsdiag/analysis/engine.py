@@ -14,7 +14,7 @@ from nsdiag.analysis.derived import add_derived
 from nsdiag.analysis.diagnosis import Diagnosis, Skipped, TimelineSummary
 from nsdiag.analysis.kernel_diagnosis import KernelInputs, diagnose_kernel, matrix_references
 from nsdiag.analysis.program import needs_timeline, program_findings
-from nsdiag.analysis.ranks import analyse_ranks
+from nsdiag.analysis.ranks import analyse_ranks, detailed_ranks, only_ranks
 from nsdiag.analysis.roofline import measured_dram_ceiling
 from nsdiag.analysis.rulespec import RuleSpec, default_rules
 from nsdiag.analysis.scope import RegionKernels, restrict, weigh_by_region
@@ -58,6 +58,7 @@ def diagnose(
     inputs = replace(inputs, references=matrix_references(rows, inputs))
     kernels = [diagnose_kernel(index, row, inputs) for index, row in enumerate(rows)]
     ranks = analyse_ranks(session, chosen) if session.has_timeline() else None
+    scoped = only_ranks(scoped, detailed_ranks(ranks))  # many ranks: a few stand for all
     ctx = ProgramContext(
         session=scoped,
         derived=derived,

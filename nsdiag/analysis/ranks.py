@@ -99,12 +99,15 @@ def analyse_ranks(session: Session, region: Region | None) -> RankAnalysis | Non
     comm = is_communication(gpu["name"]) & (gpu["kind"] == "kernel").to_numpy()
     waits, delays, collectives = _collective_waits(gpu[comm], windows)
     wall = float(sum(e - s for s, e in windows))
+    rows = pd.Series(rank_of(gpu)).groupby(rank_of(gpu)).indices
+    wait_rows = waits.groupby("rank").indices if len(waits) else {}
+    none = np.zeros(0, dtype="int64")
     steps = []
     for rank in ranks:
-        mine = rank_of(gpu) == rank.rank
-        work = _clipped(gpu[mine & ~comm], windows)
-        talk = _clipped(gpu[mine & comm], windows)
-        wait = _clipped(waits[waits["rank"] == rank.rank], windows)
+        mine = rows.get(rank.rank, none)
+        work = _clipped(gpu.iloc[mine[~comm[mine]]], windows)
+        talk = _clipped(gpu.iloc[mine[comm[mine]]], windows)
+        wait = _clipped(waits.iloc[wait_rows.get(rank.rank, none)], windows)
         compute = union_ns(*work)
         busy = _union(work, talk)
         steps.append(
@@ -219,3 +222,42 @@ def _delays(starts: pd.DataFrame) -> pd.Series:
     caused = np.bincount(last, weights=gap, minlength=values.shape[1])
     return pd.Series(caused, index=starts.columns)
 
+
+
+DETAILED_RANKS = 4  # ranks the per-rank program analyses (fusion, idle gaps, ...) look at
+
+
+def detailed_ranks(analysis: RankAnalysis | None) -> set[int] | None:
+    """The ranks whose own timelines the program analyses read (None: all of them). Ranks run
+    the same program, so with many of them a few stand for all: the first, the late one, the
+    one that waits longest and the one idle longest. The rank table covers every rank."""
+    if analysis is None or len(analysis.steps) <= DETAILED_RANKS:
+        return None
+    steps = analysis.steps
+    chosen = [steps[0].rank.rank]
+    if analysis.late_rank is not None:
+        chosen.append(analysis.late_rank)
+    chosen.append(max(steps, key=lambda s: s.wait_ns).rank.rank)
+    chosen.append(max(steps, key=lambda s: s.idle_ns).rank.rank)
+    return set(chosen)
+
+
+def only_ranks(session: Session, keep: set[int] | None) -> Session:
+    """The session's rows of these ranks (the whole session for None)."""
+    if keep is None:
+        return session
+    from dataclasses import replace
+
+    def mine(frame: pd.DataFrame) -> pd.DataFrame:
+        if "rank" not in frame or not len(frame):
+            return frame
+        return frame[np.isin(rank_of(frame), sorted(keep))].reset_index(drop=True)
+
+    meta = {**session.meta, "ranks": [r for r in session.meta.get("ranks", []) if r["rank"] in keep]}
+    return replace(
+        session,
+        timeline=mine(session.timeline),
+        api_calls=mine(session.api_calls),
+        nvtx_ranges=mine(session.nvtx_ranges),
+        meta=meta,
+    )

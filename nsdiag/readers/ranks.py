@@ -47,17 +47,20 @@ def gpu_processes(timeline: pd.DataFrame) -> pd.DataFrame:
     on) and first kernel start, in process-id order."""
     if not len(timeline) or "process_id" not in timeline:
         return pd.DataFrame(columns=["process_id", "device", "first_ns"])
-    kernels = timeline[timeline["kind"] == "kernel"]
-    if not len(kernels):
+    is_kernel = (timeline["kind"] == "kernel").to_numpy()
+    if not is_kernel.any():
         return pd.DataFrame(columns=["process_id", "device", "first_ns"])
-    grouped = kernels.groupby("process_id")
-    out = pd.DataFrame(
-        {
-            "device": grouped["device"].agg(lambda d: int(d.mode().iloc[0])),
-            "first_ns": grouped["start_ns"].min(),
-        }
-    ).reset_index()
-    return out.sort_values("process_id", kind="stable").reset_index(drop=True)
+    pid = pd.to_numeric(timeline["process_id"], errors="coerce").to_numpy("int64")[is_kernel]
+    device = pd.to_numeric(timeline["device"], errors="coerce").to_numpy("int64")[is_kernel]
+    start = pd.to_numeric(timeline["start_ns"], errors="coerce").to_numpy("int64")[is_kernel]
+    pairs, counts = np.unique(np.stack([pid, device]), axis=1, return_counts=True)
+    # per process, its busiest device (pairs are sorted by process id)
+    order = np.lexsort((-counts, pairs[0]))
+    first_of = np.unique(pairs[0][order], return_index=True)[1]
+    busiest = order[first_of]
+    pids = pairs[0][busiest]
+    firsts = np.array([start[pid == p].min() for p in pids], dtype="int64")
+    return pd.DataFrame({"process_id": pids, "device": pairs[1][busiest], "first_ns": firsts})
 
 
 def assign_ranks(session: Session, first_rank: int = 0, rank_from: str = "") -> Session:
@@ -138,7 +141,7 @@ def merge_rank_reports(sessions: Sequence[Session], paths: Sequence[Path]) -> Se
     meta = _merged_meta(sessions, ranks, aligned)
     base = Session()
     return Session(
-        timeline=_concat(tables["timeline"], base.timeline),
+        timeline=_concat(tables["timeline"], base.timeline, ordered=True),
         api_calls=_concat(tables["api_calls"], base.api_calls),
         nvtx_ranges=_concat(tables["nvtx_ranges"], base.nvtx_ranges),
         meta=meta,
@@ -146,22 +149,24 @@ def merge_rank_reports(sessions: Sequence[Session], paths: Sequence[Path]) -> Se
 
 
 def _shifted(frame: pd.DataFrame, columns: tuple[str, ...], shift: int) -> pd.DataFrame:
-    """Times moved onto the common axis (-1, 'unknown', stays -1)."""
+    """Times moved onto the common axis, in place (the frame was just read; -1, 'unknown',
+    stays -1)."""
     if not shift:
         return frame
-    frame = frame.copy()
     for column in columns:
         if column in frame:
-            values = pd.to_numeric(frame[column], errors="coerce")
-            frame[column] = values.where(values < 0, values + shift)
+            values = pd.to_numeric(frame[column], errors="coerce").to_numpy()
+            frame[column] = np.where(values < 0, values, values + shift)
     return frame
 
 
-def _concat(frames: list[pd.DataFrame], empty: pd.DataFrame) -> pd.DataFrame:
+def _concat(frames: list[pd.DataFrame], empty: pd.DataFrame, ordered: bool = False) -> pd.DataFrame:
+    """The frames one after another (rank by rank); `ordered`: sorted by start as one trace's
+    timeline is (the CUDA calls and NVTX ranges stay in rank order: their users sort them)."""
     if not frames:
         return empty
     merged = pd.concat(frames, ignore_index=True)
-    if "start_ns" in merged:
+    if ordered and "start_ns" in merged:
         order = np.argsort(merged["start_ns"].to_numpy(), kind="stable")
         merged = merged.iloc[order].reset_index(drop=True)
     return merged
