@@ -24,10 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import nsdiag  # noqa: E402
-from nsdiag.analysis.engine import diagnose  # noqa: E402
-from nsdiag.readers import ranks as rank_reader  # noqa: E402
-from nsdiag.readers import reader_for  # noqa: E402
+import nsdiag
+from nsdiag.analysis.engine import diagnose
+from nsdiag.readers import ranks as rank_reader
+from nsdiag.readers import reader_for
 
 SOURCE = Path(__file__).resolve().parents[1] / "tests/data/multi_gpu/ddp_straggler_rank1.sqlite.gz"
 
@@ -75,7 +75,7 @@ def main() -> None:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="nsdiag-ranks-"))
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        paths, build_s = timed(f"build {args.ranks} rank files in {folder}", build, folder, args.ranks)
+        paths, _ = timed(f"build {args.ranks} rank files in {folder}", build, folder, args.ranks)
         one, read_one = timed("read one rank file", nsdiag.load, paths[0])
         _, diag_one = timed("analyse one rank file", diagnose, one)
         jobs = [(reader_for(p), p) for p in paths]
@@ -85,7 +85,9 @@ def main() -> None:
             jobs,
             args.workers,
         )
-        merged, merge_s = timed("merge them by rank", rank_reader.merge_rank_reports, sessions, paths)
+        merged, merge_s = timed(
+            "merge them by rank", rank_reader.merge_rank_reports, sessions, paths
+        )
         diagnosis, diag_s = timed("analyse the merged session", diagnose, merged)
         total = read_s + merge_s + diag_s
         single = read_one + diag_one

@@ -122,7 +122,7 @@ def test_a_bad_report_among_many_is_one_clear_error(tmp_path: Path) -> None:
 def test_nccl_kernels_are_communication() -> None:
     names = pd.Series(
         [
-            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)",
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096>)",
             "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
             "void at::native::vectorized_elementwise_kernel<4, ...>",
             "sm90_xmma_gemm_bf16bf16_bf16f32",
@@ -245,10 +245,10 @@ def test_phase1_plans_on_the_chosen_rank() -> None:
         options = ProfileOptions(rank=1)
         devices: tuple[int, ...] = ()
 
-        class status:  # noqa: N801
+        class status:
             rank = None
 
-        class progress:  # noqa: N801
+        class progress:
             @staticmethod
             def note(text: str) -> None:
                 State.noted = text
@@ -269,3 +269,10 @@ def test_reader_records_where_a_report_was_made() -> None:
     assert session.meta["rank_env"]["RANK"] == 1
     assert isinstance(session.meta["session_start_utc_ns"], int)
     assert "ranks" not in session.meta  # one process: nothing to number
+
+
+def test_json_follows_the_schema(diagnoses: dict[str, object]) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).parents[1] / "docs/diagnosis.schema.json").read_text())
+    for diagnosis in diagnoses.values():
+        jsonschema.validate(json.loads(json.dumps(diagnosis.to_json())), schema)  # type: ignore[attr-defined]

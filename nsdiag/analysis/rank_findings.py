@@ -160,7 +160,9 @@ def _late_ranges(ctx: ProgramContext, ranks: RankAnalysis, late: RankStep) -> st
         {
             "rank": rank_of(nvtx),
             "name": nvtx["name"].astype(str).to_numpy(),
-            "ns": pd.to_numeric(nvtx["duration_ns"], errors="coerce").fillna(0).to_numpy(dtype="float64"),
+            "ns": pd.to_numeric(nvtx["duration_ns"], errors="coerce")
+            .fillna(0)
+            .to_numpy(dtype="float64"),
         }
     )
     table = frame.groupby(["name", "rank"])["ns"].sum().unstack().fillna(0.0)
@@ -180,7 +182,9 @@ def _collective_kinds(ctx: ProgramContext) -> str:
     """The collectives of the region by kind and count per step ('AllReduce x6')."""
     t = ctx.session.timeline
     kernels = t[t["kind"] == "kernel"] if len(t) else t
-    names = kernels["name"].astype(str)[is_communication(kernels["name"])] if len(t) else []
+    if not len(t):
+        return "none"
+    names = kernels["name"].astype(str)[is_communication(kernels["name"])]
     if not len(names):
         return "none"
     kinds = pd.Series(names).str.extract(r"nccl\w*?Kernel_([A-Za-z]+)")[0].fillna("collective")

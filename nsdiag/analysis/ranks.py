@@ -99,15 +99,15 @@ def analyse_ranks(session: Session, region: Region | None) -> RankAnalysis | Non
     comm = is_communication(gpu["name"]) & (gpu["kind"] == "kernel").to_numpy()
     waits, delays, collectives = _collective_waits(gpu[comm], windows)
     wall = float(sum(e - s for s, e in windows))
-    rows = pd.Series(rank_of(gpu)).groupby(rank_of(gpu)).indices
-    wait_rows = waits.groupby("rank").indices if len(waits) else {}
+    rows = _rows_by_rank(rank_of(gpu))
+    wait_rows = _rows_by_rank(waits["rank"].to_numpy("int64"))
     none = np.zeros(0, dtype="int64")
     steps = []
     for rank in ranks:
         mine = rows.get(rank.rank, none)
-        work = _clipped(gpu.iloc[mine[~comm[mine]]], windows)
-        talk = _clipped(gpu.iloc[mine[comm[mine]]], windows)
-        wait = _clipped(waits.iloc[wait_rows.get(rank.rank, none)], windows)
+        work = _clipped(gpu.take(mine[~comm[mine]]), windows)
+        talk = _clipped(gpu.take(mine[comm[mine]]), windows)
+        wait = _clipped(waits.take(wait_rows.get(rank.rank, none)), windows)
         compute = union_ns(*work)
         busy = _union(work, talk)
         steps.append(
@@ -125,7 +125,8 @@ def analyse_ranks(session: Session, region: Region | None) -> RankAnalysis | Non
     late = max(steps, key=lambda s: s.delay_caused_ns)
     late_rank = late.rank.rank if late.delay_caused_ns > 0 else None
     steps = [
-        s if s.rank.rank != late_rank else _marked(s) for s in sorted(steps, key=lambda s: s.rank.rank)
+        s if s.rank.rank != late_rank else _marked(s)
+        for s in sorted(steps, key=lambda s: s.rank.rank)
     ]
     return RankAnalysis(tuple(steps), iterations, collectives, late_rank)
 
@@ -142,6 +143,13 @@ def _marked(step: RankStep) -> RankStep:
         step.delay_caused_ns,
         late=True,
     )
+
+
+def _rows_by_rank(ranks: npt.NDArray[np.int64]) -> dict[int, npt.NDArray[np.int64]]:
+    order = np.argsort(ranks, kind="stable")
+    values, first = np.unique(ranks[order], return_index=True)
+    parts = np.split(order, first[1:])
+    return {int(v): p.astype("int64") for v, p in zip(values, parts, strict=True)}
 
 
 def _union(a: tuple[FloatArray, FloatArray], b: tuple[FloatArray, FloatArray]) -> float:
@@ -207,7 +215,10 @@ def _collective_waits(
         }
     )
     delay = _delays(starts[inside[shared]])
-    return waits, {int(r): float(v) for r, v in delay.items()}, int(inside[shared].sum())
+    caused = dict(
+        zip(delay.index.to_numpy("int64").tolist(), delay.to_numpy().tolist(), strict=True)
+    )
+    return waits, caused, int(inside[shared].sum())
 
 
 def _delays(starts: pd.DataFrame) -> pd.Series:
@@ -221,7 +232,6 @@ def _delays(starts: pd.DataFrame) -> pd.Series:
     gap = np.where(np.isfinite(gap), gap, 0.0)
     caused = np.bincount(last, weights=gap, minlength=values.shape[1])
     return pd.Series(caused, index=starts.columns)
-
 
 
 DETAILED_RANKS = 4  # ranks the per-rank program analyses (fusion, idle gaps, ...) look at
@@ -253,7 +263,10 @@ def only_ranks(session: Session, keep: set[int] | None) -> Session:
             return frame
         return frame[np.isin(rank_of(frame), sorted(keep))].reset_index(drop=True)
 
-    meta = {**session.meta, "ranks": [r for r in session.meta.get("ranks", []) if r["rank"] in keep]}
+    meta = {
+        **session.meta,
+        "ranks": [r for r in session.meta.get("ranks", []) if r["rank"] in keep],
+    }
     return replace(
         session,
         timeline=mine(session.timeline),

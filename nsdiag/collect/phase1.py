@@ -104,7 +104,8 @@ def one_rank(state: RunState, session: Session) -> pd.DataFrame:
         f"{len(ranks)} ranks: phase 2 profiles rank {chosen.rank}'s kernels on GPU "
         f"{chosen.device} (ncu --devices {chosen.device}; NCCL kernels left out)"
     )
-    return timeline[mine]
+    rows: pd.DataFrame = timeline[mine]
+    return rows
 
 
 def in_region(state: RunState, session: Session, launches: pd.DataFrame) -> pd.DataFrame:

@@ -525,6 +525,7 @@ def reference_rank(
     def mine(frame: pd.DataFrame) -> pd.DataFrame:
         if "rank" not in frame or not len(frame):
             return frame
-        return frame[pd.to_numeric(frame["rank"], errors="coerce") == first]
+        keep: pd.DataFrame = frame[pd.to_numeric(frame["rank"], errors="coerce") == first]
+        return keep
 
     return mine(timeline), mine(api), mine(nvtx)

@@ -74,8 +74,14 @@ def assign_ranks(session: Session, first_rank: int = 0, rank_from: str = "") -> 
     source = _source(session)
     how = rank_from or "process-order"
     ranks = [
-        Rank(first_rank + i, int(p.process_id), int(p.device), host, source, how)
-        for i, p in enumerate(processes.itertuples())
+        Rank(first_rank + i, int(pid), int(device), host, source, how)
+        for i, (pid, device) in enumerate(
+            zip(
+                processes["process_id"].to_numpy("int64"),
+                processes["device"].to_numpy("int64"),
+                strict=True,
+            )
+        )
     ]
     by_process = {r.process_id: r.rank for r in ranks}
     for name in _TIME_COLUMNS:
@@ -187,7 +193,9 @@ def _merged_meta(
     if hosts:
         meta["hosts"] = hosts
     if not aligned:
-        meta["rank_time_axis"] = "unaligned: a report lacks its start time; each counts from its own"
+        meta["rank_time_axis"] = (
+            "unaligned: a report lacks its start time; each counts from its own"
+        )
     return meta
 
 
@@ -219,9 +227,7 @@ def read_reports(jobs: Sequence[tuple[Reader, Path]], workers: int | None = None
         return [reader(path) for reader, path in jobs]
     try:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            results = list(
-                pool.map(_read_one, jobs, chunksize=max(1, len(jobs) // (4 * workers)))
-            )
+            results = list(pool.map(_read_one, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
     except (OSError, RuntimeError):  # no worker can be started here: read them in turn
         return [reader(path) for reader, path in jobs]
     return [_checked(r) for r in results]

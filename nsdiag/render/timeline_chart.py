@@ -93,7 +93,10 @@ def _by_rank(frame: pd.DataFrame, shown: list[int] | None) -> pd.DataFrame:
         return frame
     ranks = rank_of(frame)
     frame = frame[np.isin(ranks, shown)].copy()
-    frame["lane"] = [f"rank {r} · {lane}" for r, lane in zip(ranks[np.isin(ranks, shown)], frame["lane"], strict=True)]
+    frame["lane"] = [
+        f"rank {r} · {lane}"
+        for r, lane in zip(ranks[np.isin(ranks, shown)], frame["lane"], strict=True)
+    ]
     return frame
 
 

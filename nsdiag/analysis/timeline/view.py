@@ -111,20 +111,23 @@ def _covered(comm: pd.DataFrame, gaps: pd.DataFrame) -> npt.NDArray[np.float64]:
         starts, ends = _disjoint(
             comm["start_ns"].to_numpy("int64")[mine], comm["end_ns"].to_numpy("int64")[mine]
         )
-        done = np.concatenate([[0], np.cumsum(ends - starts)])
         rows = np.flatnonzero(gap_lanes == lane)
-
-        def upto(t: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
-            # covered time before t: whole intervals that ended, plus the part of the open one
-            i = np.searchsorted(starts, t, side="right")
-            prev = np.clip(i - 1, 0, None)
-            partial = np.where(i > 0, np.clip(t - starts[prev], 0, ends[prev] - starts[prev]), 0)
-            return (done[prev] * (i > 0) + partial).astype("float64")
-
-        out[rows] = upto(gaps["end_ns"].to_numpy("int64")[rows]) - upto(
-            gaps["start_ns"].to_numpy("int64")[rows]
+        out[rows] = _covered_before(starts, ends, gaps["end_ns"].to_numpy("int64")[rows]) - (
+            _covered_before(starts, ends, gaps["start_ns"].to_numpy("int64")[rows])
         )
     return np.clip(out, 0, None)
+
+
+def _covered_before(
+    starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64], t: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """Time covered by sorted disjoint intervals before each t: the intervals that ended, plus
+    the part of the one open at t."""
+    done = np.concatenate([[0], np.cumsum(ends - starts)])
+    i = np.searchsorted(starts, t, side="right")
+    prev = np.clip(i - 1, 0, None)
+    partial = np.where(i > 0, np.clip(t - starts[prev], 0, ends[prev] - starts[prev]), 0)
+    return (done[prev] * (i > 0) + partial).astype("float64")
 
 
 def _disjoint(
