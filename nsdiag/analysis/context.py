@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis
+from nsdiag.analysis.ranks import RankAnalysis
 from nsdiag.analysis.roofline import MeasuredCeiling
 from nsdiag.model.region import Region
 from nsdiag.model.session import Session
@@ -29,6 +30,7 @@ class ProgramContext:
     measured_dram_ceiling: MeasuredCeiling | None
     region: Region | None = None  # the analysed region (None: no timeline)
     wall_ns: float = 0.0  # the currency's denominator: the region's wall time, else GPU time
+    ranks: RankAnalysis | None = None  # per-rank breakdown (two ranks or more)
 
     @property
     def iterations(self) -> int:

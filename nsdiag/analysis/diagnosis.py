@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from nsdiag.analysis.ranks import RankAnalysis
 from nsdiag.analysis.roofline import MeasuredCeiling, RooflinePosition
 from nsdiag.analysis.startup import Startup
 from nsdiag.model.region import Region
@@ -230,6 +231,7 @@ class Diagnosis:
     startup: Startup | None = None  # what ran before the region, never ranked
     wall_ns: float = 0.0  # the currency's denominator: the region's wall time, else GPU time
     kernels_outside_region: int = 0  # profiled signatures that ran only outside the region
+    ranks: RankAnalysis | None = None  # per-rank step breakdown (distributed runs)
 
     @property
     def iterations(self) -> int:
@@ -263,6 +265,7 @@ class Diagnosis:
             "program_findings": [{**f.to_json(n), "range": f.range} for f in self.program_findings],
             "skipped_rules": [s.to_json() for s in self.skipped_rules],
             "meta": clean(meta),
+            **({"ranks": clean(self.ranks.to_json())} if self.ranks is not None else {}),
         }
 
 

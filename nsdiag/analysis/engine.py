@@ -14,12 +14,14 @@ from nsdiag.analysis.derived import add_derived
 from nsdiag.analysis.diagnosis import Diagnosis, Skipped, TimelineSummary
 from nsdiag.analysis.kernel_diagnosis import KernelInputs, diagnose_kernel, matrix_references
 from nsdiag.analysis.program import needs_timeline, program_findings
+from nsdiag.analysis.ranks import analyse_ranks, detailed_ranks, only_ranks
 from nsdiag.analysis.roofline import measured_dram_ceiling
 from nsdiag.analysis.rulespec import RuleSpec, default_rules
 from nsdiag.analysis.scope import RegionKernels, restrict, weigh_by_region
 from nsdiag.analysis.signatures import aggregate
 from nsdiag.analysis.startup import summarise
 from nsdiag.analysis.timeline.view import TimelineView, prepare
+from nsdiag.model.ranks import is_communication
 from nsdiag.model.region import Region, choose_region
 from nsdiag.model.session import Session
 from nsdiag.model.tables import records
@@ -44,7 +46,9 @@ def diagnose(
         if chosen is not None and session.has_kernels()
         else RegionKernels(session.kernels, 0, False)
     )
-    derived = add_derived(profiled.kernels) if session.has_kernels() else session.kernels
+    derived = (
+        add_derived(_computation(profiled.kernels)) if session.has_kernels() else session.kernels
+    )
     signatures = aggregate(derived) if session.has_kernels() else pd.DataFrame()
     total_ns = float(signatures["total_duration_ns"].sum()) if len(signatures) else 0.0
     wall_ns = float(chosen.wall_ns) if chosen is not None else total_ns
@@ -53,6 +57,8 @@ def diagnose(
     rows = records(signatures)
     inputs = replace(inputs, references=matrix_references(rows, inputs))
     kernels = [diagnose_kernel(index, row, inputs) for index, row in enumerate(rows)]
+    ranks = analyse_ranks(session, chosen) if session.has_timeline() else None
+    scoped = only_ranks(scoped, detailed_ranks(ranks))  # many ranks: a few stand for all
     ctx = ProgramContext(
         session=scoped,
         derived=derived,
@@ -62,6 +68,7 @@ def diagnose(
         measured_dram_ceiling=ceiling,
         region=chosen,
         wall_ns=wall_ns,
+        ranks=ranks,
     )
     program, program_skips = program_findings(ctx, program_rules)
     skipped = [s for k in kernels for s in k.skipped] + program_skips
@@ -82,7 +89,16 @@ def diagnose(
         startup=summarise(chosen, session.api_calls) if chosen is not None else None,
         wall_ns=wall_ns,
         kernels_outside_region=profiled.outside,
+        ranks=ranks,
     )
+
+
+def _computation(kernels: pd.DataFrame) -> pd.DataFrame:
+    """The profiled kernels without communication kernels (NCCL): how long one runs depends on
+    its peers, not on its own code, so it gets no verdict, roofline or kernel finding."""
+    if "name" not in kernels or not len(kernels):
+        return kernels
+    return kernels[~is_communication(kernels["name"].astype(str))]
 
 
 def _view(scoped: Session, region: Region | None) -> TimelineView | None:

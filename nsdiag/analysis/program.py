@@ -14,6 +14,7 @@ from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Finding, Skipped
 from nsdiag.analysis.fusion import fusion_candidates
 from nsdiag.analysis.layout import layout_conversions
+from nsdiag.analysis.rank_findings import exposed_communication, rank_imbalance
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.analysis.timeline import (
     gpu_idle_gaps,
@@ -26,8 +27,9 @@ from nsdiag.analysis.timeline import (
 Analysis = Callable[[RuleSpec, ProgramContext], list[Finding]]
 
 ANALYSES: dict[str, tuple[Analysis, str]] = {
-    # name -> (function, what the session must hold: kernels (ncu), a timeline (nsys), or
-    # launches (either: the analysis works on names and durations alone, better with ncu data))
+    # name -> (function, what the session must hold: kernels (ncu), a timeline (nsys),
+    # launches (either: the analysis works on names and durations alone, better with ncu data),
+    # or ranks (a timeline of two ranks or more: analysis/ranks.py))
     "fusion_candidates": (fusion_candidates, "launches"),
     "layout_conversions": (layout_conversions, "launches"),
     "pageable_memcpy": (pageable_memcpy, "timeline"),
@@ -35,11 +37,13 @@ ANALYSES: dict[str, tuple[Analysis, str]] = {
     "sync_heavy": (sync_heavy, "timeline"),
     "gpu_idle_gaps": (gpu_idle_gaps, "timeline"),
     "launch_overhead": (launch_overhead, "timeline"),
+    "rank_imbalance": (rank_imbalance, "ranks"),
+    "exposed_communication": (exposed_communication, "ranks"),
 }
 
 
 def needs_timeline(rules: Sequence[RuleSpec]) -> bool:
-    return any(ANALYSES.get(r.analysis, (None, ""))[1] == "timeline" for r in rules)
+    return any(ANALYSES.get(r.analysis, (None, ""))[1] in ("timeline", "ranks") for r in rules)
 
 
 def _skip_reason(rule: RuleSpec, ctx: ProgramContext) -> str | None:
@@ -52,6 +56,8 @@ def _skip_reason(rule: RuleSpec, ctx: ProgramContext) -> str | None:
         return "no kernel launches (neither ncu data nor a timeline)"
     if needs == "timeline" and not ctx.session.has_timeline():
         return "missing timeline (no nsys data)"
+    if needs == "ranks" and ctx.ranks is None:
+        return "one process (no distributed run in the timeline)"
     return None
 
 

@@ -102,6 +102,33 @@ PROGRAM_VALUES: dict[str, dict[str, str]] = {
         "fused_mb": "DRAM bytes a fused kernel would move, MB (n/a from names).",
         "saved_ms": SAVED_MS,
     },
+    "rank_imbalance": {
+        "late_rank": "The late rank: it reaches the collectives after every other rank.",
+        "late_device": "The late rank's GPU (device id on its host).",
+        "late_host": "The late rank's host name ('this host' when the report lacks it).",
+        "waiting_ranks": "Text: the ranks that wait for it ('rank 0', 'ranks 0-6 and 8-255').",
+        "wait_ms": "The time the waiting ranks lose per step inside collectives with nothing "
+        "to compute, mean over them, ms.",
+        "wait_pct": "That wait, % of the step.",
+        "step_ms": "The step's wall time, ms.",
+        "late_cause": "Text: whether the late rank's GPU computes more than the others' or sits "
+        "idle longer (its host is late), with the difference per step.",
+        "late_ranges": "Text: ' It spends longer than the others in NVTX range 'load_batch' "
+        "(12.00 ms more per step).' when a range explains it, else empty.",
+        "saved_ms": "What arriving with the others would save per step: the smallest wait of "
+        "the waiting ranks, ms.",
+    },
+    "exposed_communication": {
+        "transfer_ms": "Collective transfer time per step (communication kernels minus waits "
+        "for late ranks), mean over the ranks, ms.",
+        "exposed_ms": "Of it, the time no computation runs on the GPU, mean over the ranks, ms.",
+        "overlap_pct": "The transfers' share overlapped with computation, %.",
+        "step_ms": "The step's wall time, ms.",
+        "collectives": "Text: the collectives per step by kind ('AllReduce x1').",
+        "worst_rank": "The rank with the most exposed transfer time.",
+        "worst_exposed_ms": "Its exposed transfer time per step, ms.",
+        "saved_ms": "What full overlap would save per step (the exposed transfer time), ms.",
+    },
     "layout_conversions": {
         "share_pct": "Time in layout conversions, % of the analysed region's wall time.",
         "time_us": "Time in layout conversions, us.",

@@ -91,6 +91,14 @@ if TYPE_CHECKING:
     help="what the targeted runs collect: the metrics nsdiag's rules read (fastest), the ncu "
     "sections holding them (adds ncu's own hints for each, ~4x slower), or ncu's full set",
 )
+@click.option(
+    "--rank",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="a distributed run (torchrun, mpirun, srun under nsdiag): the rank whose kernels phase "
+    "2 profiles with ncu (phase 1 records every rank)",
+)
 @click.option("--dry-run", is_flag=True, help="print the commands that would run, and exit")
 @one_line_errors
 def profile(
@@ -106,6 +114,7 @@ def profile(
     profile_from_start: str,
     region: str,
     sections: str,
+    rank: int,
     dry_run: bool,
 ) -> None:
     """Profile a program and say why its kernels are slow.
@@ -139,6 +148,7 @@ def profile(
         sections=sections,
         profile_from_start=None if profile_from_start == "auto" else profile_from_start == "on",
         region=region,
+        rank=rank,
     )
     if dry_run:
         steps, notes = plan_commands(program, options)

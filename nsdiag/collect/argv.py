@@ -97,6 +97,17 @@ def _region(profile_from_start: bool, nvtx: str | None) -> list[str]:
     return out
 
 
+def one_rank(devices: Sequence[int]) -> list[str]:
+    """A distributed run (a launcher starting one process per GPU): ncu follows every process
+    the launcher starts (`--target-processes all`, its default, said explicitly) and profiles
+    only kernels on the chosen rank's GPU (`--devices`); the other ranks run unprofiled. Replay
+    of a collective would deadlock (its peers do not replay it), so the kernel filter never names
+    a communication kernel (phase 1 leaves them out of the plan)."""
+    if not devices:
+        return []
+    return ["--target-processes", "all", "--devices", ",".join(str(d) for d in devices)]
+
+
 def _ncu_run(
     profile_from_start: bool,
     nvtx: str | None,
@@ -104,10 +115,13 @@ def _ncu_run(
     program: Sequence[str],
     *,
     no_source: bool = True,
+    devices: Sequence[int] = (),
 ) -> list[str]:
-    """What every ncu run ends with: the region, the GPU's own clocks (as a plain run sees them),
-    `--import-source no` (the duration pass leaves ncu's default), the report and the program."""
+    """What every ncu run ends with: the chosen rank's GPU in a distributed run, the region, the
+    GPU's own clocks (as a plain run sees them), `--import-source no` (the duration pass leaves
+    ncu's default), the report and the program."""
     return [
+        *one_rank(devices),
         *_region(profile_from_start, nvtx),
         "--clock-control",
         "none",
@@ -178,6 +192,7 @@ def ncu_targeted(
     metrics: Sequence[str] = (),
     profile_from_start: bool = True,
     nvtx: str | None = None,
+    devices: Sequence[int] = (),
 ) -> list[str]:
     """Phase 2: one ncu run profiling `launch_count` launches of each launch configuration
     (grid, block, shared memory) of the named kernels, after the first `launch_skip` of it.
@@ -204,7 +219,7 @@ def ncu_targeted(
         "--launch-count",
         str(launch_count),
     ]
-    return [*argv, *_ncu_run(profile_from_start, nvtx, output, program)]
+    return [*argv, *_ncu_run(profile_from_start, nvtx, output, program, devices=devices)]
 
 
 def ncu_full(
@@ -215,12 +230,17 @@ def ncu_full(
     kernel_regex: str | None = None,
     profile_from_start: bool = True,
     nvtx: str | None = None,
+    devices: Sequence[int] = (),
 ) -> list[str]:
-    """`--full`: every launch (or every launch whose function name matches), the full set."""
+    """`--full`: every launch (or every launch whose function name matches), the full set. In a
+    distributed run (`devices`), NCCL's kernels are left out (`regex:^(?!nccl)`) when no
+    pattern is given: replaying a collective deadlocks."""
     argv = [str(ncu), "--set", "full"]
     if kernel_regex:
         argv += ["-k", f"regex:{kernel_regex}"]
-    return [*argv, *_ncu_run(profile_from_start, nvtx, output, program)]
+    elif devices:
+        argv += ["-k", "regex:^(?!nccl)"]
+    return [*argv, *_ncu_run(profile_from_start, nvtx, output, program, devices=devices)]
 
 
 def ncu_query_metrics(ncu: str | Path) -> list[str]:

@@ -26,6 +26,7 @@ class ProfileOptions:
     region: str = "auto"  # the analysed region (model/region.py): where phase 2 picks launches
     timeout_s: float | None = None  # per command
     sections: str = "rules"  # phase 2: "rules" (their metrics by name), "sections" or "full"
+    rank: int = 0  # a distributed run: the rank whose kernels phase 2 profiles
 
 
 class Progress(Protocol):

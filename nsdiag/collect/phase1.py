@@ -13,9 +13,10 @@ from nsdiag.collect.exports import csv_for
 from nsdiag.collect.nvtx_filter import in_nvtx_range
 from nsdiag.collect.rounds import SECONDS_PER_LAUNCH
 from nsdiag.collect.run_state import RunState
-from nsdiag.errors import NsdiagError, ProfilerError
+from nsdiag.errors import InputError, NsdiagError, ProfilerError
 from nsdiag.model.launches import kernel_launches
 from nsdiag.model.names import function_name
+from nsdiag.model.ranks import is_communication, rank_of, session_ranks
 from nsdiag.model.region import Region, choose_region, launch_times, profiler_windows, within
 from nsdiag.model.session import Session
 
@@ -76,10 +77,35 @@ def _nsys_timeline(state: RunState) -> pd.DataFrame | None:
 
     session = load(db)
     state.phase1_timeline = session
-    launches = session.timeline
+    launches = one_rank(state, session)
     if state.options.nvtx:
         launches = in_nvtx_range(launches, session.nvtx_ranges, state.options.nvtx)
     return in_region(state, session, kernel_launches(launches))
+
+
+def one_rank(state: RunState, session: Session) -> pd.DataFrame:
+    """The timeline rows phase 2 plans from: all of them for one process; in a distributed run
+    (several ranks), the chosen rank's computation kernels (never NCCL's: replaying a collective
+    deadlocks), with ncu restricted to that rank's GPU."""
+    ranks = session_ranks(session.meta)
+    timeline = session.timeline
+    if len(ranks) < 2:
+        return timeline
+    chosen = next((r for r in ranks if r.rank == state.options.rank), None)
+    if chosen is None:
+        raise InputError(
+            f"--rank {state.options.rank}: the run has ranks {ranks[0].rank}-{ranks[-1].rank}",
+            "pick one of them",
+        )
+    mine = (rank_of(timeline) == chosen.rank) & ~is_communication(timeline["name"].astype(str))
+    state.devices = (chosen.device,)
+    state.status.rank = chosen.to_json()
+    state.progress.note(
+        f"{len(ranks)} ranks: phase 2 profiles rank {chosen.rank}'s kernels on GPU "
+        f"{chosen.device} (ncu --devices {chosen.device}; NCCL kernels left out)"
+    )
+    rows: pd.DataFrame = timeline[mine]
+    return rows
 
 
 def in_region(state: RunState, session: Session, launches: pd.DataFrame) -> pd.DataFrame:

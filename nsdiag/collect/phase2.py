@@ -50,6 +50,7 @@ def targeted(state: RunState, launches: pd.DataFrame, program_s: float) -> None:
             metrics=metrics if collect == "rules" else (),
             profile_from_start=state.start,
             nvtx=state.options.nvtx,
+            devices=state.devices,
         )
 
     def with_sections(i: int, r: Round) -> list[str]:
@@ -129,6 +130,7 @@ def full(state: RunState, launches: int | None) -> None:
             kernel_regex=state.options.kernel,
             profile_from_start=state.start,
             nvtx=state.options.nvtx,
+            devices=state.devices,
         ),
         progress=True,
     )

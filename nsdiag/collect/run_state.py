@@ -35,6 +35,7 @@ class RunState:
     plan: Plan | None = None
     launches: pd.DataFrame | None = None  # phase 1's kernel launches ncu counts, `in_region`
     region: Region | None = None  # the analysed region phase 1 found (phase 2 profiles in it)
+    devices: tuple[int, ...] = ()  # a distributed run: the chosen rank's GPU (ncu --devices)
     done: int = 0  # launches profiled so far (the progress bar)
     profiled: int = 0  # launches profiled in phase 2
     labels: dict[str, str] = field(default_factory=dict)  # ncu's (mangled) names -> short names

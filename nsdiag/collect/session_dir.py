@@ -164,6 +164,7 @@ class Status:
     coverage: dict[str, Any] | None = None
     metrics: int | None = None  # rule metrics requested by name in phase 2
     region: dict[str, Any] | None = None  # the analysed region phase 2 picked its launches in
+    rank: dict[str, Any] | None = None  # a distributed run: the rank phase 2 profiled
 
     def step(
         self,
@@ -199,6 +200,7 @@ class Status:
                 "coverage": self.coverage,
                 "rule_metrics": self.metrics,
                 "region": self.region,
+                **({"rank": self.rank} if self.rank is not None else {}),
             },
         )
 

@@ -492,8 +492,11 @@ def _user_region(request: str, nvtx: pd.DataFrame, launches: IntArray, bounds: W
 def choose_region(
     timeline: pd.DataFrame, api: pd.DataFrame, nvtx: pd.DataFrame, request: str = "auto"
 ) -> Region:
-    """The region to analyse (module docstring), with a sentence saying how it was chosen."""
+    """The region to analyse (module docstring), with a sentence saying how it was chosen.
+    With several ranks it is chosen on the first rank's work: the others follow it, held in
+    step by their collectives."""
     bounds = trace_bounds([timeline, api, nvtx])
+    timeline, api, nvtx = reference_rank(timeline, api, nvtx)
     kernels, launches = _kernels_in_launch_order(timeline)
     if request != "auto":
         return _user_region(request, nvtx, launches, bounds)
@@ -504,3 +507,25 @@ def choose_region(
     return found or Region(
         "whole", "the whole timeline (no loop or profiler range found)", (bounds,), *bounds
     )
+
+
+def reference_rank(
+    timeline: pd.DataFrame, api: pd.DataFrame, nvtx: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The tables' rows of the lowest rank that launched kernels, when they hold several ranks
+    (a `rank` column, model/ranks.py); else the tables as they are."""
+    if "rank" not in timeline or not len(timeline):
+        return timeline, api, nvtx
+    ranks = pd.to_numeric(timeline["rank"], errors="coerce")
+    launched = ranks[(timeline["kind"] == "kernel") & (ranks >= 0)] if "kind" in timeline else ranks
+    if launched.nunique() < 2:
+        return timeline, api, nvtx
+    first = launched.min()
+
+    def mine(frame: pd.DataFrame) -> pd.DataFrame:
+        if "rank" not in frame or not len(frame):
+            return frame
+        keep: pd.DataFrame = frame[pd.to_numeric(frame["rank"], errors="coerce") == first]
+        return keep
+
+    return mine(timeline), mine(api), mine(nvtx)

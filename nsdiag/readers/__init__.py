@@ -85,7 +85,13 @@ def load(
     can be read)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    sessions = [reader_for(Path(p), export_nsys_rep)(Path(p)) for p in paths]
+    from nsdiag.readers import ranks
+
+    files = [Path(p) for p in paths]
+    sessions = ranks.read_reports([(reader_for(p, export_nsys_rep), p) for p in files])
     if not sessions:
         raise InputError("no input given", "pass a session folder, a .ncu-rep or an ncu CSV export")
+    if ranks.is_rank_set(sessions):  # one timeline per rank (or per node) of one run
+        return ranks.merge_rank_reports(sessions, files)
+    sessions = [ranks.assign_ranks(s) if "ranks" not in s.meta else s for s in sessions]
     return sessions[0] if len(sessions) == 1 else merge_sessions(sessions)

@@ -589,7 +589,60 @@ def _meta(con: sqlite3.Connection, schema: Schema, source: str) -> dict[str, Any
     )
     if info.get("EXPORT_PRODUCT_VERSION"):
         meta["nsys_version"] = str(info["EXPORT_PRODUCT_VERSION"])
+    meta.update(_recording(con, schema))
     return meta
+
+
+# Launcher variables that say which rank a process is (torchrun, SLURM, Open MPI, MPICH/PMI).
+RANK_VARIABLES = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NTASKS",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "PMI_SIZE",
+)
+_RANK_VARIABLE = re.compile(rf"(?:^|;)({'|'.join(RANK_VARIABLES)})=\"?(\d+)")
+
+
+def _recording(con: sqlite3.Connection, schema: Schema) -> dict[str, Any]:
+    """Where and when the report was recorded, for merging one report per rank: the host, the
+    session's start (UTC ns: every timestamp counts from it) and the launcher's rank variables
+    in the environment of the process nsys started (only those: an environment holds secrets)."""
+    out: dict[str, Any] = {}
+    system = (
+        dict(con.execute("SELECT name, value FROM TARGET_INFO_SYSTEM_ENV").fetchall())
+        if {"name", "value"} <= schema.get("TARGET_INFO_SYSTEM_ENV", {}).keys()
+        else {}
+    )
+    if system.get("Hostname"):
+        out["host"] = str(system["Hostname"])
+    if "utcEpochNs" in schema.get("TARGET_INFO_SESSION_START_TIME", {}):
+        row = con.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
+        if row and row[0] is not None:
+            out["session_start_utc_ns"] = int(row[0])
+    captured = (
+        [
+            str(v)
+            for (v,) in con.execute(
+                "SELECT value FROM META_DATA_CAPTURE WHERE name LIKE '%ENVIRONMENT_VARIABLE'"
+            )
+        ]
+        if {"name", "value"} <= schema.get("META_DATA_CAPTURE", {}).keys()
+        else []
+    )
+    # nsys's own environment (DeviceEnvironment) when the capture lists none
+    texts = captured or [str(system.get("DeviceEnvironment", ""))]
+    found = {m[1]: int(m[2]) for text in texts for m in _RANK_VARIABLE.finditer(text)}
+    if found:
+        out["rank_env"] = found
+    return out
 
 
 _GPU_FIELDS = {

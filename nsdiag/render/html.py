@@ -18,7 +18,7 @@ from nsdiag import __version__
 from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis, NcuRuleResult
 from nsdiag.model.session import Session
 from nsdiag.model.values import number
-from nsdiag.render import RenderOptions, charts, fmt, timeline_chart
+from nsdiag.render import RenderOptions, charts, fmt, ranks, timeline_chart
 from nsdiag.resources import templates_dir
 
 TEMPLATE = "report.html.j2"
@@ -279,11 +279,19 @@ def _left_out(
     }
 
 
-def _timeline(session: Session | None, options: RenderOptions) -> dict[str, Any] | None:
+def _timeline(
+    session: Session | None, options: RenderOptions, diagnosis: Diagnosis | None = None
+) -> dict[str, Any] | None:
     if session is None or not session.has_timeline():
         return None
     nvtx = session.nvtx_ranges if len(session.nvtx_ranges) else None
-    fig = timeline_chart.timeline(session.timeline, nvtx, max_segments=options.timeline_segments)
+    late = diagnosis.ranks.late_rank if diagnosis is not None and diagnosis.ranks else None
+    fig = timeline_chart.timeline(
+        session.timeline,
+        nvtx,
+        max_segments=options.timeline_segments,
+        first_ranks=(0, late) if late is not None else (),
+    )
     if fig is None:
         return None
     bars = sum(len(t.x) for t in fig.data if t.type == "bar")
@@ -368,10 +376,18 @@ def context(
         "cards": [_card(k, i + 1, diagnosis, names) for i, k in enumerate(carded)],
         "left_out": _left_out(diagnosis, carded, options),
         "program_findings": [_finding(f, diagnosis, names) for f in diagnosis.program_findings],
+        "ranks": {
+            "headers": ranks.HEADERS,
+            "rows": ranks.rows(diagnosis),
+            "caption": ranks.caption(diagnosis),
+            "left_out": ranks.left_out(diagnosis),
+        }
+        if diagnosis.ranks is not None
+        else None,
         "region": fmt.region_line(diagnosis),
         "startup": diagnosis.startup.line() if diagnosis.startup is not None else None,
         "denominator": fmt.denominator(diagnosis),
-        "timeline": _timeline(session, options),
+        "timeline": _timeline(session, options, diagnosis),
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in diagnosis.skipped_rules],
         "css": _asset("report.css"),
         "js": _asset("report.js"),

@@ -10,7 +10,7 @@ import re
 
 from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.model.values import number
-from nsdiag.render import RenderOptions, fmt
+from nsdiag.render import RenderOptions, fmt, ranks
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#])")
 
@@ -109,7 +109,27 @@ def render_markdown(diagnosis: Diagnosis, options: RenderOptions | None = None) 
         "",
         *_top_findings(diagnosis, names, options.top_findings),
     ]
+    lines += _ranks(diagnosis)
     if diagnosis.kernels:
         lines += ["### Kernels", "", *_kernel_table(diagnosis, names, options.md_kernels)]
     lines += _program(diagnosis)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _ranks(diagnosis: Diagnosis) -> list[str]:
+    """The table of ranks of a distributed run."""
+    rows = ranks.rows(diagnosis)
+    if not rows:
+        return []
+    headers = [h or "note" for h in ranks.HEADERS]
+    more = ranks.left_out(diagnosis)
+    return [
+        "### Ranks",
+        "",
+        escape(ranks.caption(diagnosis)) + (f" ({more} more ranks not listed)." if more else "."),
+        "",
+        "| " + " | ".join(headers) + " |",
+        "| " + " | ".join("---" if h in ("host", "note") else "---:" for h in headers) + " |",
+        *("| " + " | ".join(escape(c) for c in row) + " |" for row in rows),
+        "",
+    ]

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
 from nsdiag.model.names import short_name, short_names
-from nsdiag.render import fmt
+from nsdiag.render import fmt, ranks
 
 WIDTH = 120
 
@@ -69,6 +69,7 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
     _header(console, diagnosis)
     _region(console, diagnosis)
     _ranked(console, diagnosis)
+    _ranks(console, diagnosis)
     _program_findings(console, diagnosis, top * 2)
     _kernels(console, diagnosis, top, kernels)
     if diagnosis.skipped_rules:
@@ -180,3 +181,20 @@ def _kernels(console: Console, diagnosis: Diagnosis, top: int, n: int) -> None:
                 style="dim",
             )
         )
+
+
+def _ranks(console: Console, diagnosis: Diagnosis) -> None:
+    """The table of ranks of a distributed run."""
+    rows = ranks.rows(diagnosis)
+    if not rows:
+        return
+    table = Table(title="Ranks", title_justify="left")
+    for header in ranks.HEADERS:
+        table.add_column(header, justify="left" if header in ("host", "") else "right")
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    more = ranks.left_out(diagnosis)
+    console.print(
+        Text(ranks.caption(diagnosis) + (f" ({more} more ranks not listed)" if more else ""))
+    )

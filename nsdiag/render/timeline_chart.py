@@ -1,5 +1,9 @@
 """The timeline chart: GPU busy % over time, activity lanes per stream and NVTX range lanes.
 
+With several ranks (a `rank` column, model/ranks.py) every lane belongs to a rank ("rank 1 ·
+stream 7 · kernels", "rank 1 · NVTX"), communication kernels (NCCL) are drawn in a colour of
+their own, and at most MAX_RANK_LANES ranks are drawn (the ones asked for first: the straggler).
+
 A pure function from the Session's timeline tables to a plotly figure. Kernel and NVTX names
 come from the profiled program, so they go through `fmt.plotly_text` (plotly renders hover and
 tick text as HTML).
@@ -16,6 +20,7 @@ import plotly.graph_objects as go
 
 from nsdiag.model.intervals import covered_fraction, merge_ids
 from nsdiag.model.names import short_name
+from nsdiag.model.ranks import is_communication, rank_of
 from nsdiag.model.values import missing
 from nsdiag.render import fmt
 from nsdiag.render.charts import KIND_COLORS, axis, layout
@@ -62,9 +67,37 @@ def busy_time(activities: pd.DataFrame) -> tuple[float, float]:
     return t1 - t0, float(fraction[0]) * (t1 - t0)
 
 
+MAX_RANK_LANES = 8
+COMMUNICATION_COLOR = "#d94f4f"
+
+
 def _lane(row_kind: str, stream: Any) -> str:
-    label = "kernels" if row_kind == "kernel" else "copies"
+    label = "kernels" if row_kind in ("kernel", "communication") else "copies"
     return f"stream {fmt.plotly_text(stream)} · {label}"
+
+
+def _shown_ranks(frame: pd.DataFrame, first: tuple[int, ...]) -> list[int] | None:
+    """The ranks to draw (None: one rank, no rank lanes): those asked for, then the lowest."""
+    if "rank" not in frame:
+        return None
+    present = sorted(int(r) for r in set(rank_of(frame).tolist()) if r >= 0)
+    if len(present) < 2:
+        return None
+    wanted = [r for r in first if r in present] + [r for r in present if r not in first]
+    return wanted[:MAX_RANK_LANES]
+
+
+def _by_rank(frame: pd.DataFrame, shown: list[int] | None) -> pd.DataFrame:
+    """Rows of the drawn ranks, their lanes prefixed with the rank."""
+    if shown is None or frame.empty:
+        return frame
+    ranks = rank_of(frame)
+    frame = frame[np.isin(ranks, shown)].copy()
+    frame["lane"] = [
+        f"rank {r} · {lane}"
+        for r, lane in zip(ranks[np.isin(ranks, shown)], frame["lane"], strict=True)
+    ]
+    return frame
 
 
 def timeline(
@@ -72,22 +105,26 @@ def timeline(
     nvtx: pd.DataFrame | None = None,
     max_segments: int = 3000,
     bins: int = 400,
+    first_ranks: tuple[int, ...] = (),
 ) -> go.Figure | None:
-    """GPU busy % over time, activity lanes per stream (kernels, copies) and NVTX range lanes.
+    """GPU busy % over time, activity lanes per stream (kernels, copies) and NVTX range lanes,
+    per rank when there are several (`first_ranks` drawn first).
 
     Activities are merged into at most `max_segments` bars (nearby activities of one lane become
     one bar whose hover says how many it holds), so a long trace stays a small file.
     """
     if activities is None or activities.empty:
         return None
-    acts = _activity_lanes(activities)
+    shown = _shown_ranks(activities, first_ranks)
+    acts = _by_rank(_activity_lanes(activities), shown)
     if acts.empty:
         return None
-    ranges = _range_lanes(nvtx)
+    ranges = _by_rank(_range_lanes(nvtx), shown)
     t0 = float(min(acts["start_ns"].min(), ranges["start_ns"].min() if len(ranges) else math.inf))
     t1 = float(max(acts["end_ns"].max(), ranges["end_ns"].max() if len(ranges) else -math.inf))
-    lanes = sorted(acts["lane"].unique(), key=_lane_key) + sorted(
-        ranges["lane"].unique() if len(ranges) else []
+    lanes = sorted(
+        [*acts["lane"].unique(), *(ranges["lane"].unique() if len(ranges) else [])],
+        key=lambda lane: (_lane_key(lane)[0], "NVTX" in lane, _lane_key(lane)),
     )
     fig = _timeline_figure(len(lanes))
     _add_busy(fig, acts, np.linspace(t0, t1 if t1 > t0 else t0 + 1, bins + 1))
@@ -107,6 +144,9 @@ def _activity_lanes(activities: pd.DataFrame) -> pd.DataFrame:
     acts["kind"] = (
         acts["kind"].astype(str).where(acts["kind"].isin(["kernel", "memcpy", "memset"]), "other")
     )
+    if "name" in acts:
+        talk = is_communication(acts["name"].fillna("")) & (acts["kind"] == "kernel").to_numpy()
+        acts.loc[talk, "kind"] = "communication"
     acts["name"] = _short(acts["name"]) if "name" in acts else ""
     streams = acts["stream"] if "stream" in acts else pd.Series("?", index=acts.index)
     acts["lane"] = [_lane(k, s) for k, s in zip(acts["kind"], streams, strict=True)]
@@ -160,7 +200,7 @@ def _add_bars(fig: go.Figure, kind: str, frame: pd.DataFrame, per_lane: int, t0:
             y=seg["lane"],
             orientation="h",
             name=kind,
-            marker={"color": KIND_COLORS.get(kind, "#999")},
+            marker={"color": KIND_COLORS.get(kind, COMMUNICATION_COLOR)},
             hovertext=[_segment_hover(r, t0) for r in seg.itertuples()],
             hoverinfo="text",
             text=[fmt.plotly_text(n) for n in seg["name"]] if kind == "nvtx" else None,
@@ -173,13 +213,17 @@ def _add_bars(fig: go.Figure, kind: str, frame: pd.DataFrame, per_lane: int, t0:
     )
 
 
-def _lane_key(lane: str) -> tuple[float, str]:
-    """Streams in numeric order, kernels before copies within a stream."""
-    stream = lane.split(" · ")[0].removeprefix("stream ")
+def _lane_key(lane: str) -> tuple[float, float, str]:
+    """Ranks, then streams in numeric order, kernels before copies within a stream."""
+    parts = lane.split(" · ")
+    rank = math.inf
+    if parts[0].startswith("rank "):
+        rank = float(parts.pop(0).removeprefix("rank "))
+    stream = parts[0].removeprefix("stream ")
     try:
-        return (float(stream), lane)
+        return (rank, float(stream), lane)
     except ValueError:
-        return (math.inf, lane)
+        return (rank, math.inf, lane)
 
 
 def _timeline_figure(n_lanes: int) -> go.Figure:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.timeline.nvtx import UNNAMED, host_ranges
+from nsdiag.model.ranks import rank_of
 
 _SYNC_COLUMNS = [
     "name",
@@ -30,8 +31,11 @@ _SYNC_COLUMNS = [
 ]
 
 
-def sync_claims(api: pd.DataFrame, gaps: pd.DataFrame, acts: pd.DataFrame) -> pd.DataFrame:
-    """Blocking syncs, each matched to the idle gap (per device) its return falls in.
+def sync_claims(
+    api: pd.DataFrame, gaps: pd.DataFrame, acts: pd.DataFrame, lanes_are_ranks: bool = False
+) -> pd.DataFrame:
+    """Blocking syncs, each matched to the idle gap (per device) its return falls in (per rank,
+    when the lanes are ranks: a rank's syncs drain only its own GPU).
 
     A sync that returns inside an idle gap drained the GPU; after it the GPU waits for the host
     to submit again. Its claim is the time the host spent blocked plus the launch latency of the
@@ -54,12 +58,14 @@ def sync_claims(api: pd.DataFrame, gaps: pd.DataFrame, acts: pd.DataFrame) -> pd
         }
     )
     base["duration_ns"] = (base["end_ns"] - base["start_ns"]).astype("float64")
+    ranks = rank_of(syncs) if lanes_are_ranks else None
     out = []
     for device, dev_gaps in gaps.groupby("device", sort=False):
+        mine = base if ranks is None else base[ranks == device]
         starts, ends = dev_gaps["start_ns"].to_numpy(), dev_gaps["end_ns"].to_numpy()
-        pos = np.searchsorted(starts, base["end_ns"].to_numpy(), side="right") - 1
-        inside = (pos >= 0) & (base["end_ns"].to_numpy() < ends[np.clip(pos, 0, None)])
-        hit = base[inside].copy()
+        pos = np.searchsorted(starts, mine["end_ns"].to_numpy(), side="right") - 1
+        inside = (pos >= 0) & (mine["end_ns"].to_numpy() < ends[np.clip(pos, 0, None)])
+        hit = mine[inside].copy()
         rows = dev_gaps.iloc[pos[inside]]
         hit["device"] = device
         hit["gap"] = rows.index.to_numpy()

@@ -94,23 +94,27 @@ def range_wall_ns(session: Session, v: TimelineView, name: str, device: int) -> 
     return float(end - start)
 
 
-def range_values(draft: Draft) -> dict[str, Any]:
-    """The template values every timeline finding has (program_values.RANGE_VALUES)."""
+def range_values(draft: Draft, v: TimelineView | None = None) -> dict[str, Any]:
+    """The template values every timeline finding has (program_values.RANGE_VALUES). Where the
+    view's lanes are ranks, the device is the rank's and the label names the rank."""
+    rank = v.rank_of(draft.device) if v is not None else None
     return {
-        "range_label": label(draft.range),
+        "range_label": label(draft.range) if rank is None else f"rank {rank}, {label(draft.range)}",
         "range": draft.range,
-        "device": int(draft.device),
+        "device": int(v.device_of(draft.device) if v is not None else draft.device),
         "saved_ms": draft.saved_ns / 1e6,
     }
 
 
 def make_finding(rule: RuleSpec, ctx: ProgramContext, draft: Draft) -> Finding:
     v = ctx.view
-    message, fix = program_text(rule, {**range_values(draft), **draft.values})
+    message, fix = program_text(rule, {**range_values(draft, v), **draft.values})
     start, end = v.spans.get(draft.device, (0, 0))
     wall = range_wall_ns(ctx.session, v, draft.range, draft.device)
+    rank = v.rank_of(draft.device)
     details = {
-        "device": int(draft.device),
+        "device": int(v.device_of(draft.device)),
+        **({"rank": rank} if rank is not None else {}),
         "span_ns": v.total_span_ns,
         "device_span_ns": float(end - start),
         "range_wall_ns": wall,

@@ -22,8 +22,10 @@ def gpu_idle_gaps(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     if gaps.empty:
         return []
     parts = gap_parts(ctx.session.nvtx_ranges, gaps).join(gaps, on="gap")
-    parts["idle"] = parts["length"] * parts["fraction"]
-    parts["claim"] = (parts["length"] - parts["sync_claim_ns"]) * parts["fraction"]
+    # time inside communication kernels is not idle: the rank analyses account for it
+    free = (parts["length"] - parts["comm_ns"]).clip(lower=0)
+    parts["idle"] = free * parts["fraction"]
+    parts["claim"] = (free - parts["sync_claim_ns"]).clip(lower=0) * parts["fraction"]
     api = ctx.session.api_calls
     api = api.sort_values("start_ns") if len(api) else api
     return per_range(

@@ -3,6 +3,12 @@
 Each device's span (first GPU activity start to last end) is split into busy segments (the union
 of its activities) and the idle gaps between them; each gap carries what the attribution of
 syncs (attribution.py) claims of it.
+
+Communication kernels (NCCL) are not work here: a GPU waiting inside one for a peer is not busy
+computing. They are left out of the activities, and each gap records how much of it they cover
+(`comm_ns`), time the rank analyses (analysis/ranks.py) account for. With several ranks, each
+rank is a lane of its own (the `device` column holds the rank; `lane_devices` maps it back), so
+ranks that share a device id on different hosts stay apart.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import pandas as pd
 
 from nsdiag.analysis.timeline.attribution import sync_claims
 from nsdiag.analysis.timeline.nvtx import UNNAMED
+from nsdiag.model.ranks import is_communication, rank_of, session_ranks
 from nsdiag.model.session import Session
 
 HOST_TO_DEVICE = frozenset({"HtoD", "HtoA", "UVM_HtoD"})
@@ -42,12 +49,24 @@ class TimelineView:
     syncs: pd.DataFrame
     spans: dict[int, tuple[int, int]]  # device -> (first start, last end)
     total_span_ns: float  # sum of device spans
+    lane_devices: dict[int, int] | None = None  # rank -> device, when lanes are ranks
+
+    def device_of(self, lane: int) -> int:
+        return self.lane_devices.get(lane, lane) if self.lane_devices else lane
+
+    def rank_of(self, lane: int) -> int | None:
+        return lane if self.lane_devices else None
 
 
 def prepare(session: Session, windows: Sequence[tuple[int, int]] | None = None) -> TimelineView:
     """Prepare the session's timeline for the program analyses (once per diagnosis). With
     `windows` (the analysed region's), idle time outside them is left out of the gaps."""
-    acts = _activities(session.timeline)
+    timeline = session.timeline
+    lanes = {r.rank: r.device for r in session_ranks(session.meta)} or None
+    if lanes and "rank" in timeline:
+        timeline = timeline.assign(device=rank_of(timeline))
+    talk = _communication(timeline)
+    acts = _activities(timeline[~talk])
     segments = _segments(acts)
     spans = {
         int(cast(int, d)): (int(g["start_ns"].to_numpy().min()), int(g["end_ns"].to_numpy().max()))
@@ -56,7 +75,8 @@ def prepare(session: Session, windows: Sequence[tuple[int, int]] | None = None) 
     gaps = _gaps(segments, acts)
     if windows is not None:
         gaps = _inside(gaps, windows)
-    syncs = sync_claims(session.api_calls, gaps, acts)
+    gaps["comm_ns"] = _covered(timeline[talk], gaps)
+    syncs = sync_claims(session.api_calls, gaps, acts, lanes_are_ranks=lanes is not None)
     claims = (
         syncs.groupby("gap")["claim_ns"].agg(["sum", "size"])
         if len(syncs)
@@ -64,10 +84,63 @@ def prepare(session: Session, windows: Sequence[tuple[int, int]] | None = None) 
     )
     gaps["sync_count"] = claims["size"].reindex(gaps.index).fillna(0).astype("int64")
     gaps["sync_claim_ns"] = np.minimum(
-        claims["sum"].reindex(gaps.index).fillna(0.0), gaps["length"]
+        claims["sum"].reindex(gaps.index).fillna(0.0), gaps["length"] - gaps["comm_ns"]
     )
     total = float(sum(end - start for start, end in spans.values()))
-    return TimelineView(acts, segments, gaps, syncs, spans, total)
+    return TimelineView(acts, segments, gaps, syncs, spans, total, lanes)
+
+
+def _communication(timeline: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    if not len(timeline) or "name" not in timeline:
+        return np.zeros(len(timeline), dtype=bool)
+    kernel = (timeline["kind"] == "kernel").to_numpy() if "kind" in timeline else True
+    return is_communication(timeline["name"]) & kernel
+
+
+def _covered(comm: pd.DataFrame, gaps: pd.DataFrame) -> npt.NDArray[np.float64]:
+    """How much of each gap communication kernels on its lane cover."""
+    out = np.zeros(len(gaps))
+    if not len(comm) or not len(gaps):
+        return out
+    lanes = pd.to_numeric(comm["device"], errors="coerce").fillna(0).to_numpy("int64")
+    gap_lanes = gaps["device"].to_numpy()
+    for lane in np.unique(gap_lanes):
+        mine = lanes == lane
+        if not mine.any():
+            continue
+        starts, ends = _disjoint(
+            comm["start_ns"].to_numpy("int64")[mine], comm["end_ns"].to_numpy("int64")[mine]
+        )
+        rows = np.flatnonzero(gap_lanes == lane)
+        out[rows] = _covered_before(starts, ends, gaps["end_ns"].to_numpy("int64")[rows]) - (
+            _covered_before(starts, ends, gaps["start_ns"].to_numpy("int64")[rows])
+        )
+    return np.clip(out, 0, None)
+
+
+def _covered_before(
+    starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64], t: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """Time covered by sorted disjoint intervals before each t: the intervals that ended, plus
+    the part of the one open at t."""
+    done = np.concatenate([[0], np.cumsum(ends - starts)])
+    i = np.searchsorted(starts, t, side="right")
+    prev = np.clip(i - 1, 0, None)
+    partial = np.where(i > 0, np.clip(t - starts[prev], 0, ends[prev] - starts[prev]), 0)
+    return (done[prev] * (i > 0) + partial).astype("float64")
+
+
+def _disjoint(
+    starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The union of intervals as sorted disjoint intervals."""
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    return s[first], np.maximum.reduceat(reach, first)
 
 
 _KEEP = {

@@ -1,0 +1,89 @@
+"""Ranks of a distributed run and its communication kernels.
+
+A session holds one rank (a single process) or several: the processes of one trace that did GPU
+work (torchrun under one nsys), or one report per rank merged (`srun nsys profile -o
+rep_%q{SLURM_PROCID}`). Readers record each rank in `meta["ranks"]` and tag the timeline, the
+CUDA calls and the NVTX ranges with a `rank` column; a session without them is one rank.
+
+Communication kernels (NCCL's and RCCL's collectives and point-to-point transfers) are not
+computation: a GPU waiting inside one for a late peer is not busy. Every analysis that judges
+compute work (verdicts, roofline, fusion, launch overhead, idle time) leaves them out; the rank
+analyses (analysis/ranks.py) account for them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+# ncclDevKernel_AllReduce_Sum_f32_RING_LL (NCCL >= 2.19), ncclKernel_AllReduce_RING_LL_Sum_float,
+# ncclAllReduceRingLLKernel_sum_f32 (older), rccl's the same.
+COMMUNICATION_KERNEL = re.compile(r"\bnccl\w*Kernel")
+BoolArray = npt.NDArray[np.bool_]
+
+
+def is_communication(names: pd.Series | Iterable[str]) -> BoolArray:
+    """Whether each kernel name is a communication kernel (decided once per distinct name)."""
+    values = pd.Series(names, dtype=object) if not isinstance(names, pd.Series) else names
+    if not len(values):
+        return np.zeros(0, dtype=bool)
+    inverse, distinct = pd.factorize(values.astype(str))
+    flags = np.array([bool(COMMUNICATION_KERNEL.search(n)) for n in distinct] + [False])
+    return flags[inverse]
+
+
+def communication_name(name: str) -> bool:
+    return bool(COMMUNICATION_KERNEL.search(name))
+
+
+@dataclass(frozen=True)
+class Rank:
+    """One rank: where it ran and how its number was found."""
+
+    rank: int
+    process_id: int
+    device: int
+    host: str = ""
+    source: str = ""  # the report it came from
+    # how the number was found: env (RANK, SLURM_PROCID, ... in its environment), file-name,
+    # file-order, or process-order (the processes of one trace, by process id)
+    rank_from: str = "process-order"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "process_id": self.process_id,
+            "device": self.device,
+            "host": self.host,
+            "source": self.source,
+            "rank_from": self.rank_from,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Rank:
+        return cls(
+            int(data["rank"]),
+            int(data.get("process_id", 0)),
+            int(data.get("device", 0)),
+            str(data.get("host", "")),
+            str(data.get("source", "")),
+            str(data.get("rank_from", "process-order")),
+        )
+
+
+def session_ranks(meta: Mapping[str, Any]) -> list[Rank]:
+    """The ranks a session's meta records, by rank (empty: one process, nothing recorded)."""
+    return sorted((Rank.from_json(r) for r in meta.get("ranks") or []), key=lambda r: r.rank)
+
+
+def rank_of(frame: pd.DataFrame) -> npt.NDArray[np.int64]:
+    """Each row's rank (0 where the session records none)."""
+    if "rank" not in frame:
+        return np.zeros(len(frame), dtype="int64")
+    return pd.to_numeric(frame["rank"], errors="coerce").fillna(-1).to_numpy(dtype="int64")

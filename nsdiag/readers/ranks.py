@@ -1,0 +1,238 @@
+"""Sessions of a distributed run: the processes of one trace as ranks, and one report per rank
+merged into one session on one time axis.
+
+One trace holding several processes that did GPU work (`nsys profile torchrun ...` follows the
+launcher's children) has a rank per process, numbered in process-id order (launchers start
+ranks in order; the trace does not record the children's environment). One report per rank
+(`srun nsys profile -o rep_%q{SLURM_PROCID}`, `torchrun --no-python nsys profile -o
+rep_%q{RANK}`) takes its rank from the launcher's variables in the environment nsys recorded
+(RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK), else from a number in the file name
+(`rep_rank3`, `rep_3`), else from the order of the files. Each report counts time from its own
+start; the reports are put on one axis by their recorded UTC start times.
+
+Many reports are read in parallel worker processes of this interpreter (the standard library's
+ProcessPoolExecutor), so a few hundred ranks read in seconds on a machine with a few cores.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nsdiag.errors import InputError
+from nsdiag.model.ranks import Rank
+from nsdiag.model.session import Session
+
+# Variables that hold a process's global rank, most specific first.
+GLOBAL_RANK = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
+PARALLEL_FROM = 8  # reports: fewer are read one after another (a worker costs ~0.2 s to start)
+_RANK_IN_NAME = re.compile(r"(?:rank|proc|procid|task|r)[_\-.]?(\d+)", re.IGNORECASE)
+_TRAILING_NUMBER = re.compile(r"(\d+)$")
+_TIME_COLUMNS = {
+    "timeline": ("start_ns", "end_ns", "api_start_ns", "api_end_ns"),
+    "api_calls": ("start_ns", "end_ns"),
+    "nvtx_ranges": ("start_ns", "end_ns"),
+}
+
+
+def gpu_processes(timeline: pd.DataFrame) -> pd.DataFrame:
+    """The processes that launched kernels: process_id, device (the one most of its kernels ran
+    on) and first kernel start, in process-id order."""
+    if not len(timeline) or "process_id" not in timeline:
+        return pd.DataFrame(columns=["process_id", "device", "first_ns"])
+    is_kernel = (timeline["kind"] == "kernel").to_numpy()
+    if not is_kernel.any():
+        return pd.DataFrame(columns=["process_id", "device", "first_ns"])
+    pid = pd.to_numeric(timeline["process_id"], errors="coerce").to_numpy("int64")[is_kernel]
+    device = pd.to_numeric(timeline["device"], errors="coerce").to_numpy("int64")[is_kernel]
+    start = pd.to_numeric(timeline["start_ns"], errors="coerce").to_numpy("int64")[is_kernel]
+    pairs, counts = np.unique(np.stack([pid, device]), axis=1, return_counts=True)
+    # per process, its busiest device (pairs are sorted by process id)
+    order = np.lexsort((-counts, pairs[0]))
+    first_of = np.unique(pairs[0][order], return_index=True)[1]
+    busiest = order[first_of]
+    pids = pairs[0][busiest]
+    firsts = np.array([start[pid == p].min() for p in pids], dtype="int64")
+    return pd.DataFrame({"process_id": pids, "device": pairs[1][busiest], "first_ns": firsts})
+
+
+def assign_ranks(session: Session, first_rank: int = 0, rank_from: str = "") -> Session:
+    """A trace's GPU processes as ranks (`first_rank` upward, in process-id order): a `rank`
+    column on its tables and meta["ranks"]. A trace with one GPU process is left as it is unless
+    `rank_from` says where its rank comes from (a per-rank report)."""
+    processes = gpu_processes(session.timeline)
+    if len(processes) < 2 and not rank_from:
+        return session
+    host = str(session.meta.get("host", ""))
+    source = _source(session)
+    how = rank_from or "process-order"
+    ranks = [
+        Rank(first_rank + i, int(pid), int(device), host, source, how)
+        for i, (pid, device) in enumerate(
+            zip(
+                processes["process_id"].to_numpy("int64"),
+                processes["device"].to_numpy("int64"),
+                strict=True,
+            )
+        )
+    ]
+    by_process = {r.process_id: r.rank for r in ranks}
+    for name in _TIME_COLUMNS:
+        frame: pd.DataFrame = getattr(session, name)
+        if "process_id" in frame:
+            mapped = frame["process_id"].map(by_process)
+            frame["rank"] = mapped.fillna(-1).astype("int64").to_numpy()
+    session.meta["ranks"] = [r.to_json() for r in ranks]
+    return session
+
+
+def _source(session: Session) -> str:
+    sources = session.meta.get("sources") or [{}]
+    return str(sources[0].get("path", ""))
+
+
+def env_rank(meta: dict[str, Any]) -> int | None:
+    env = meta.get("rank_env") or {}
+    return next((int(env[k]) for k in GLOBAL_RANK if k in env), None)
+
+
+def name_rank(path: Path) -> int | None:
+    stem = path.name.split(".")[0]
+    found = _RANK_IN_NAME.findall(stem) or _TRAILING_NUMBER.findall(stem)
+    return int(found[-1]) if found else None
+
+
+def file_ranks(sessions: Sequence[Session], paths: Sequence[Path]) -> tuple[list[int], str]:
+    """Each report's rank and where the numbers come from: the environment, else the file
+    names, else the file order (the first way that numbers every report differently)."""
+    for how, ranks in (
+        ("env", [env_rank(s.meta) for s in sessions]),
+        ("file-name", [name_rank(p) for p in paths]),
+    ):
+        numbers = [r for r in ranks if r is not None]
+        if len(numbers) == len(sessions) and len(set(numbers)) == len(numbers):
+            return numbers, how
+    return list(range(len(sessions))), "file-order"
+
+
+def merge_rank_reports(sessions: Sequence[Session], paths: Sequence[Path]) -> Session:
+    """Reports of one run, one (or a few) ranks each, as one session on one time axis."""
+    numbers, how = file_ranks(sessions, paths)
+    order = np.argsort(numbers, kind="stable")
+    starts = [s.meta.get("session_start_utc_ns") for s in sessions]
+    aligned = all(isinstance(t, int) for t in starts)
+    origin = min(int(t) for t in starts if isinstance(t, int)) if aligned else 0
+    tables: dict[str, list[pd.DataFrame]] = {name: [] for name in _TIME_COLUMNS}
+    ranks: list[dict[str, Any]] = []
+    next_rank = 0
+    for i in order:
+        session, number = sessions[int(i)], numbers[int(i)]
+        several = len(gpu_processes(session.timeline)) > 1
+        first = next_rank if several else number
+        assign_ranks(session, first, "" if several else how)
+        shift = int(starts[int(i)]) - origin if aligned else 0  # type: ignore[arg-type]
+        for name in _TIME_COLUMNS:
+            frame: pd.DataFrame = getattr(session, name)
+            if len(frame):
+                tables[name].append(_shifted(frame, _TIME_COLUMNS[name], shift))
+        ranks.extend(session.meta.get("ranks", []))
+        next_rank = max(r["rank"] for r in ranks) + 1 if ranks else next_rank + 1
+    meta = _merged_meta(sessions, ranks, aligned)
+    base = Session()
+    return Session(
+        timeline=_concat(tables["timeline"], base.timeline, ordered=True),
+        api_calls=_concat(tables["api_calls"], base.api_calls),
+        nvtx_ranges=_concat(tables["nvtx_ranges"], base.nvtx_ranges),
+        meta=meta,
+    )
+
+
+def _shifted(frame: pd.DataFrame, columns: tuple[str, ...], shift: int) -> pd.DataFrame:
+    """Times moved onto the common axis, in place (the frame was just read; -1, 'unknown',
+    stays -1)."""
+    if not shift:
+        return frame
+    for column in columns:
+        if column in frame:
+            values = pd.to_numeric(frame[column], errors="coerce").to_numpy()
+            frame[column] = np.where(values < 0, values, values + shift)
+    return frame
+
+
+def _concat(frames: list[pd.DataFrame], empty: pd.DataFrame, ordered: bool = False) -> pd.DataFrame:
+    """The frames one after another (rank by rank); `ordered`: sorted by start as one trace's
+    timeline is (the CUDA calls and NVTX ranges stay in rank order: their users sort them)."""
+    if not frames:
+        return empty
+    merged = pd.concat(frames, ignore_index=True)
+    if ordered and "start_ns" in merged:
+        order = np.argsort(merged["start_ns"].to_numpy(), kind="stable")
+        merged = merged.iloc[order].reset_index(drop=True)
+    return merged
+
+
+def _merged_meta(
+    sessions: Sequence[Session], ranks: list[dict[str, Any]], aligned: bool
+) -> dict[str, Any]:
+    first = sessions[0].meta
+    meta: dict[str, Any] = {
+        key: value
+        for key, value in first.items()
+        if key not in ("sources", "ranks", "rank_env", "session_start_utc_ns", "host")
+    }
+    meta["sources"] = [src for s in sessions for src in s.meta.get("sources", [])]
+    meta["ranks"] = sorted(ranks, key=lambda r: int(r["rank"]))
+    hosts = sorted({str(r.get("host", "")) for r in ranks} - {""})
+    if hosts:
+        meta["hosts"] = hosts
+    if not aligned:
+        meta["rank_time_axis"] = (
+            "unaligned: a report lacks its start time; each counts from its own"
+        )
+    return meta
+
+
+Reader = Callable[[Path], Session]
+
+
+def _read_one(job: tuple[Reader, Path]) -> Session | tuple[str, str]:
+    """A worker's read; an input error comes back as (message, hint) (an exception's pickle
+    would lose the hint)."""
+    reader, path = job
+    try:
+        return reader(path)
+    except InputError as exc:
+        return exc.message, exc.hint
+
+
+def _checked(result: Session | tuple[str, str]) -> Session:
+    if isinstance(result, tuple):
+        raise InputError(*result)
+    return result
+
+
+def read_reports(jobs: Sequence[tuple[Reader, Path]], workers: int | None = None) -> list[Session]:
+    """Each (reader, path) read, in worker processes when there are many."""
+    if len(jobs) < PARALLEL_FROM:
+        return [reader(path) for reader, path in jobs]
+    workers = workers or min(len(jobs), os.cpu_count() or 1)
+    if workers < 2:
+        return [reader(path) for reader, path in jobs]
+    try:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            results = list(pool.map(_read_one, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
+    except (OSError, RuntimeError):  # no worker can be started here: read them in turn
+        return [reader(path) for reader, path in jobs]
+    return [_checked(r) for r in results]
+
+
+def is_rank_set(sessions: Sequence[Session]) -> bool:
+    """Several reports that each hold a timeline (and no ncu kernels): one run's ranks."""
+    return len(sessions) > 1 and all(s.has_timeline() and not s.has_kernels() for s in sessions)
