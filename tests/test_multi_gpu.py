@@ -4,7 +4,10 @@ rank-imbalance and exposed-communication, on the two-GPU DDP recordings (tests/d
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +16,7 @@ import pytest
 import nsdiag
 from nsdiag.analysis.engine import diagnose
 from nsdiag.collect import argv as cmd
+from nsdiag.collect.rank_exec import RANK_VARIABLES
 from nsdiag.model import store
 from nsdiag.model.ranks import is_communication
 from nsdiag.readers import ranks as rank_reader
@@ -224,17 +228,65 @@ def test_single_process_sessions_have_no_ranks() -> None:
     assert diagnose(session).ranks is None
 
 
-def test_ncu_argv_profiles_one_rank() -> None:
+def test_ncu_argv_runs_inside_the_chosen_ranks_worker_under_torchrun() -> None:
+    """torchrun is rewritten so each worker starts through rank_exec, which puts ncu around
+    the chosen rank's command only (attaching ncu to the launcher hung on the H200 pair)."""
     argv = cmd.ncu_targeted(
-        "ncu", "out", ["python3", "-m", "torch.distributed.run", "t.py"],
+        "ncu", "out", ["python3", "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                       "t.py", "--iters", "3"],
+        names=["_Z3fooi"], launch_count=1, metrics=["m"], devices=(1,), rank=1,
+    )  # fmt: skip
+    assert argv[:5] == ["python3", "-m", "torch.distributed.run", "--nproc-per-node", "2"]
+    assert argv[5] == "--no-python"
+    i = argv.index("nsdiag.collect.rank_exec")
+    assert argv[i + 1] == "1"
+    ncu = json.loads(argv[i + 2])
+    assert ncu[0] == "ncu" and "--devices" not in ncu and ncu[-2:] == ["-o", "out"]
+    assert argv[i + 3 :] == ["--", "python3", "t.py", "--iters", "3"]
+    # A launcher nsdiag does not rewrite keeps ncu following its processes on the rank's GPU.
+    srun = cmd.ncu_targeted(
+        "ncu", "out", ["srun", "-n", "2", "python3", "t.py"],
         names=["_Z3fooi"], launch_count=1, metrics=["m"], devices=(1,),
     )  # fmt: skip
-    i = argv.index("--target-processes")
-    assert argv[i : i + 4] == ["--target-processes", "all", "--devices", "1"]
-    assert argv[-4:] == ["python3", "-m", "torch.distributed.run", "t.py"]
-    full = cmd.ncu_full("ncu", "out", ["torchrun", "t.py"], devices=(0,))
-    assert full[full.index("-k") + 1] == "regex:^(?!nccl)"
+    j = srun.index("--target-processes")
+    assert srun[j : j + 4] == ["--target-processes", "all", "--devices", "1"]
+    assert srun[-5:] == ["srun", "-n", "2", "python3", "t.py"]
+    full = cmd.ncu_full("ncu", "out", ["torchrun", "--standalone", "-m", "pkg.train"], devices=(0,))
+    inner = json.loads(full[full.index("nsdiag.collect.rank_exec") + 2])
+    assert inner[inner.index("-k") + 1] == "regex:^(?!nccl)"
+    assert full[: full.index("--no-python")] == ["torchrun", "--standalone"]
+    assert full[-3:] == [sys.executable, "-m", "pkg.train"]
     assert "--devices" not in cmd.ncu_full("ncu", "out", ["python3", "t.py"])
+
+
+@pytest.mark.parametrize(
+    ("environment", "ran"),
+    [
+        ({"RANK": "1"}, "ncu"),
+        ({"RANK": "0"}, "worker"),
+        ({"SLURM_PROCID": "1"}, "ncu"),
+        ({}, "worker"),
+    ],
+)
+def test_rank_exec_wraps_only_the_chosen_rank(
+    environment: dict[str, str], ran: str, tmp_path: Path
+) -> None:
+    """rank_exec execs ncu around the command on the chosen rank, the command alone elsewhere
+    (here `ncu` is a script that records that it ran)."""
+    fake_ncu = tmp_path / "ncu"
+    fake_ncu.write_text('#!/bin/sh\necho ncu > "$MARK"\nexec "$@"\n')
+    fake_ncu.chmod(0o755)
+    mark = tmp_path / "mark"
+    env = {k: v for k, v in os.environ.items() if k not in RANK_VARIABLES}
+    env.update(environment, MARK=str(mark))
+    command = ["sh", "-c", 'test -e "$MARK" || echo worker > "$MARK"']
+    result = subprocess.run(
+        [sys.executable, "-m", "nsdiag.collect.rank_exec", "1", json.dumps([str(fake_ncu)]), "--",
+         *command],
+        env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert mark.read_text().strip() == ran
 
 
 def test_phase1_plans_on_the_chosen_rank() -> None:

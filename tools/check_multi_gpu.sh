@@ -16,7 +16,7 @@ export LD_LIBRARY_PATH=/tmp/dw/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 R=/tmp/check-mg; mkdir -p "$R"
 T0=$(date +%s)
 P=benchmarks/programs
-TR="python3 -m torch.distributed.run --nproc-per-node 2"
+TR="python3 -m torch.distributed.run --standalone --nproc-per-node 2"  # --standalone: a free port
 
 pack() {
   tar czf "$OUT/check-mg.tgz" -C "$R" --exclude='*.ncu-rep' --exclude='*.nsys-rep' \
@@ -30,6 +30,7 @@ step() {  # step NAME MIN_SECONDS_LEFT TIMEOUT CMD...
   local t=$(date +%s)
   timeout "$limit" bash -c '"$@"' _ "$@" > "$R/$name.log" 2>&1
   echo "$name: rc=$? $(( $(date +%s) - t ))s"
+  pkill -f ddp_train.py; sleep 1  # a step cut short leaves workers holding the GPUs
   pack
 }
 
@@ -41,6 +42,6 @@ prof() {  # prof NAME ARGS...: nsdiag profile under the launcher, then explain (
 }
 export R P TR; export -f prof
 echo "== $(nvidia-smi -L | tr '\n' ' ') | $(python3 -c 'import torch; print(torch.__version__)')"
-step straggler 150 200 prof ddp_straggler --straggler-rank 1
+step straggler 150 240 prof ddp_straggler --straggler-rank 1
 step balanced 120 200 prof ddp_balanced
 grep -h "ranks:\|profiles rank\|rank-imbalance\|Rank 1\|exposed-comm" "$R"/*.log | head -20

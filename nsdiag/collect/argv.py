@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from nsdiag.collect.launcher import ncu_on_one_rank
 from nsdiag.collect.metric_set import BASE_SECTIONS
 
 # The sections the rules, the verdict and the roofline read (nsdiag/model/catalogue.py), and no
@@ -116,12 +117,15 @@ def _ncu_run(
     *,
     no_source: bool = True,
     devices: Sequence[int] = (),
+    rank: int = 0,
+    head: Sequence[str] = (),
 ) -> list[str]:
-    """What every ncu run ends with: the chosen rank's GPU in a distributed run, the region, the
-    GPU's own clocks (as a plain run sees them), `--import-source no` (the duration pass leaves
-    ncu's default), the report and the program."""
-    return [
-        *one_rank(devices),
+    """`head` (ncu and its metrics and filters) with what every ncu run ends with: the region,
+    the GPU's own clocks (as a plain run sees them), `--import-source no` (the duration pass
+    leaves ncu's default), the report and the program. In a distributed run (`devices`), ncu
+    runs inside rank `rank`'s worker where the launcher is torchrun (collect/launcher.py), and
+    else follows the launcher's processes on that rank's GPU."""
+    tail = [
         *_region(profile_from_start, nvtx),
         "--clock-control",
         "none",
@@ -129,8 +133,10 @@ def _ncu_run(
         "-f",
         "-o",
         ncu_output(output),
-        *program,
     ]
+    if devices and (wrapped := ncu_on_one_rank([*head, *tail], program, rank)) is not None:
+        return wrapped
+    return [*head, *one_rank(devices), *tail, *program]
 
 
 def nsys_profile(
@@ -171,12 +177,8 @@ def ncu_durations(
 ) -> list[str]:
     """Phase 1 without nsys: every launch once, duration only (about 0.2 s per launch on the
     H200)."""
-    return [
-        str(ncu),
-        "--metrics",
-        DURATION_METRIC,
-        *_ncu_run(profile_from_start, nvtx, output, program, no_source=False),
-    ]
+    head = [str(ncu), "--metrics", DURATION_METRIC]
+    return _ncu_run(profile_from_start, nvtx, output, program, no_source=False, head=head)
 
 
 def ncu_targeted(
@@ -193,6 +195,7 @@ def ncu_targeted(
     profile_from_start: bool = True,
     nvtx: str | None = None,
     devices: Sequence[int] = (),
+    rank: int = 0,
 ) -> list[str]:
     """Phase 2: one ncu run profiling `launch_count` launches of each launch configuration
     (grid, block, shared memory) of the named kernels, after the first `launch_skip` of it.
@@ -219,7 +222,9 @@ def ncu_targeted(
         "--launch-count",
         str(launch_count),
     ]
-    return [*argv, *_ncu_run(profile_from_start, nvtx, output, program, devices=devices)]
+    return _ncu_run(
+        profile_from_start, nvtx, output, program, devices=devices, rank=rank, head=argv
+    )
 
 
 def ncu_full(
@@ -231,6 +236,7 @@ def ncu_full(
     profile_from_start: bool = True,
     nvtx: str | None = None,
     devices: Sequence[int] = (),
+    rank: int = 0,
 ) -> list[str]:
     """`--full`: every launch (or every launch whose function name matches), the full set. In a
     distributed run (`devices`), NCCL's kernels are left out (`regex:^(?!nccl)`) when no
@@ -240,7 +246,9 @@ def ncu_full(
         argv += ["-k", f"regex:{kernel_regex}"]
     elif devices:
         argv += ["-k", "regex:^(?!nccl)"]
-    return [*argv, *_ncu_run(profile_from_start, nvtx, output, program, devices=devices)]
+    return _ncu_run(
+        profile_from_start, nvtx, output, program, devices=devices, rank=rank, head=argv
+    )
 
 
 def ncu_query_metrics(ncu: str | Path) -> list[str]:

@@ -51,6 +51,7 @@ def targeted(state: RunState, launches: pd.DataFrame, program_s: float) -> None:
             profile_from_start=state.start,
             nvtx=state.options.nvtx,
             devices=state.devices,
+            rank=state.options.rank,
         )
 
     def with_sections(i: int, r: Round) -> list[str]:
@@ -131,6 +132,7 @@ def full(state: RunState, launches: int | None) -> None:
             profile_from_start=state.start,
             nvtx=state.options.nvtx,
             devices=state.devices,
+            rank=state.options.rank,
         ),
         progress=True,
     )
