@@ -40,7 +40,8 @@ region_option = click.option(
     "output",
     type=click.Path(path_type=Path),
     required=True,
-    help="session folder to write (created; existing files in it are kept)",
+    help="session folder to write (created; existing files in it are kept; one that already "
+    "holds a session is refused)",
 )
 def load(inputs: tuple[Path, ...], output: Path) -> None:
     """Read profiler outputs into a session folder that later commands can re-read."""
@@ -48,7 +49,7 @@ def load(inputs: tuple[Path, ...], output: Path) -> None:
     from nsdiag.model import store
 
     session = load_inputs(inputs)
-    store.save(session, output)
+    store.save(session, output, replace=False)
     click.echo(f"{len(session.kernels)} kernel launches from {len(inputs)} input(s) -> {output}")
 
 
@@ -136,7 +137,10 @@ def report(
 ) -> None:
     from nsdiag.render import RenderOptions, format_from_path, render
     from nsdiag.render.output import write_report
+    from nsdiag.safe_write import check_target
 
+    if output != "-":
+        check_target(Path(output))  # before the diagnosis, which may take a while
     session, diagnosis = _diagnose(inputs, kernel, region)
     fmt = fmt or ("html" if output == "-" else format_from_path(output))
     text = render(diagnosis, session, fmt, RenderOptions(cards=cards))
