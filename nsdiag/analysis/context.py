@@ -14,6 +14,7 @@ from nsdiag.model.region import Region
 from nsdiag.model.session import Session
 
 if TYPE_CHECKING:  # the timeline analyses import this module
+    from nsdiag.analysis.rulespec import RuleSpec
     from nsdiag.analysis.timeline.view import TimelineView
 
 
@@ -29,6 +30,7 @@ class ProgramContext:
     measured_dram_ceiling: MeasuredCeiling | None
     region: Region | None = None  # the analysed region (None: no timeline)
     wall_ns: float = 0.0  # the currency's denominator: the region's wall time, else GPU time
+    rules: Sequence[RuleSpec] = ()  # the rules applied (empty: the shipped ones)
 
     @property
     def iterations(self) -> int:

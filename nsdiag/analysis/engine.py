@@ -62,6 +62,7 @@ def diagnose(
         measured_dram_ceiling=ceiling,
         region=chosen,
         wall_ns=wall_ns,
+        rules=tuple(rules),
     )
     program, program_skips = program_findings(ctx, program_rules)
     skipped = [s for k in kernels for s in k.skipped] + program_skips

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from nsdiag.cli.rules import active_rules, rules_option
+
 if TYPE_CHECKING:
     from nsdiag.analysis.diagnosis import Diagnosis
     from nsdiag.model.session import Session
@@ -54,16 +56,20 @@ def load(inputs: tuple[Path, ...], output: Path) -> None:
 
 
 def _diagnose(
-    inputs: tuple[Path, ...], kernel: str | None = None, region: str = "auto"
+    inputs: tuple[Path, ...],
+    kernel: str | None = None,
+    region: str = "auto",
+    rule_dirs: tuple[Path, ...] = (),
 ) -> tuple[Session, Diagnosis]:
     from nsdiag import load as load_inputs
     from nsdiag.analysis.engine import diagnose
     from nsdiag.analysis.filters import keep_kernels
 
+    rules = active_rules(rule_dirs).rules  # before reading: a bad rule fails fast
     session = load_inputs(inputs)
     if kernel:
         session = keep_kernels(session, kernel)
-    return session, diagnose(session, region=region)
+    return session, diagnose(session, rules, region=region)
 
 
 @click.command(
@@ -73,6 +79,7 @@ def _diagnose(
 @inputs_argument
 @kernel_option
 @region_option
+@rules_option
 @click.option("--top", default=3, show_default=True, help="findings shown per kernel")
 @click.option("--top-kernels", default=10, show_default=True, help="kernel signatures shown")
 @click.option(
@@ -85,6 +92,7 @@ def explain(
     inputs: tuple[Path, ...],
     kernel: str | None,
     region: str,
+    rule_dirs: tuple[Path, ...],
     top: int,
     top_kernels: int,
     as_json: bool,
@@ -93,7 +101,7 @@ def explain(
 
     from nsdiag.render.text import render_text
 
-    _, diagnosis = _diagnose(inputs, kernel, region)
+    _, diagnosis = _diagnose(inputs, kernel, region, rule_dirs)
     if as_json:
         click.echo(json.dumps(diagnosis.to_json(), indent=1, allow_nan=False))
     else:
@@ -121,6 +129,7 @@ def explain(
 )
 @kernel_option
 @region_option
+@rules_option
 @click.option(
     "--cards",
     default=10,
@@ -133,6 +142,7 @@ def report(
     fmt: str | None,
     kernel: str | None,
     region: str,
+    rule_dirs: tuple[Path, ...],
     cards: int,
 ) -> None:
     from nsdiag.render import RenderOptions, format_from_path, render
@@ -141,7 +151,7 @@ def report(
 
     if output != "-":
         check_target(Path(output))  # before the diagnosis, which may take a while
-    session, diagnosis = _diagnose(inputs, kernel, region)
+    session, diagnosis = _diagnose(inputs, kernel, region, rule_dirs)
     fmt = fmt or ("html" if output == "-" else format_from_path(output))
     text = render(diagnosis, session, fmt, RenderOptions(cards=cards))
     if output == "-":

@@ -14,8 +14,12 @@ from rich.markup import escape
 
 from nsdiag.cli.errors import CONTEXT, one_line_errors
 from nsdiag.cli.progress import RichProgress
+from nsdiag.cli.rules import active_rules, rules_option
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from nsdiag.analysis.rulespec import RuleSpec
     from nsdiag.collect.options import ProfileResult
 
 
@@ -91,6 +95,7 @@ if TYPE_CHECKING:
     help="what the targeted runs collect: the metrics nsdiag's rules read (fastest), the ncu "
     "sections holding them (adds ncu's own hints for each, ~4x slower), or ncu's full set",
 )
+@rules_option
 @click.option("--dry-run", is_flag=True, help="print the commands that would run, and exit")
 @one_line_errors
 def profile(
@@ -106,6 +111,7 @@ def profile(
     profile_from_start: str,
     region: str,
     sections: str,
+    rule_dirs: tuple[Path, ...],
     dry_run: bool,
 ) -> None:
     """Profile a program and say why its kernels are slow.
@@ -127,6 +133,7 @@ def profile(
         )
     if kernel:
         _check_regex(kernel)
+    rules = active_rules(rule_dirs).rules  # a bad rule fails now, not after the profiling
     options = ProfileOptions(
         output=output,
         ncu=ncu,
@@ -150,7 +157,7 @@ def profile(
     console = Console(highlight=False)
     with RichProgress(console) as progress:
         result = run_profile(program, options, progress, nsdiag_argv=sys.argv)
-    _summary(console, result, region)
+    _summary(console, result, region, rules)
 
 
 def _check_regex(pattern: str) -> None:
@@ -164,13 +171,15 @@ def _check_regex(pattern: str) -> None:
         ) from exc
 
 
-def _summary(console: Console, result: ProfileResult, region: str) -> None:
+def _summary(
+    console: Console, result: ProfileResult, region: str, rules: Sequence[RuleSpec]
+) -> None:
     from nsdiag.analysis.engine import diagnose
     from nsdiag.render.text import render_text
 
     if result.session is not None and len(result.session.kernels):
         # already laid out
-        click.echo(render_text(diagnose(result.session, region=region)), nl=False)
+        click.echo(render_text(diagnose(result.session, rules, region=region)), nl=False)
     plan = result.plan
     spent = sum(result.timings.values())
     if plan is not None:
