@@ -9,6 +9,7 @@ without raising on any values."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -574,3 +575,21 @@ def test_copy_of_the_shipped_rules_loads_as_a_folder(tmp_path: Path) -> None:
     result = nsdiag_cli("rules", "list", "--rules", str(tmp_path))
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("note: rule") == len(list(rules_dir().glob("*.toml")))
+
+
+def test_readme_example_rule_loads_and_fires(tmp_path: Path) -> None:
+    """The README's example rule is a working rule: it loads, and fires on the torch_cases
+    recording's L2-bound elementwise kernel (L2 71%, DRAM 13%)."""
+    readme = (ROOT / "README.md").read_text()
+    example = next(b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if "NSD901" in b)
+    write_rule(tmp_path / "my-rules", "NSD901-hot-l2.toml", example)
+    result = nsdiag_cli(
+        "explain",
+        str(ROOT / "tests/data/torch_cases/raw.csv.gz"),
+        "--rules",
+        str(tmp_path / "my-rules"),
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    rules = {f["rule"] for k in json.loads(result.stdout)["kernels"] for f in k["findings"]}
+    assert "NSD901" in rules
