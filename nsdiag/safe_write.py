@@ -24,19 +24,20 @@ from nsdiag.errors import OutputError
 
 # What to do about the errors writing meets, by errno (os_error_hint reads it too).
 HINTS: dict[int, str] = {
-    errno.EACCES: "permission denied: check the file's and its folder's permissions",
-    errno.EPERM: "operation not permitted: check the file's and its folder's permissions",
-    errno.EROFS: "the file system is read-only: write elsewhere",
-    errno.ENOSPC: "the disk is full: free some space or write elsewhere",
-    errno.EDQUOT: "the disk quota is used up: free some space or write elsewhere",
-    errno.EFBIG: "the file is too large for this file system: write elsewhere",
-    errno.ENAMETOOLONG: "a file or folder name is too long: use a shorter name",
-    errno.ENOENT: "no such file or folder: check the path",
+    errno.EACCES: "check the permissions of the file and its folder",
+    errno.EPERM: "check the permissions of the file and its folder",
+    errno.EROFS: "write elsewhere",
+    errno.ENOSPC: "free some space or write elsewhere",
+    errno.EDQUOT: "free some space or write elsewhere",
+    errno.EFBIG: "write elsewhere, to a file system that takes larger files",
+    errno.ENAMETOOLONG: "use a shorter name (at most 255 bytes a name on most file systems)",
+    errno.ENOENT: "check the path",
     errno.ENOTDIR: "a part of the path is not a folder: check the path",
-    errno.EISDIR: "it is a folder: give a file",
+    errno.EISDIR: "give a file, not a folder",
     errno.ELOOP: "too many symbolic links in the path: give the real path",
-    errno.EIO: "input/output error: the disk or the network file system failed",
-    errno.EMFILE: "too many open files: raise the limit (ulimit -n)",
+    errno.EIO: "the disk or the network file system failed: check it",
+    errno.EMFILE: "raise the limit of open files (ulimit -n)",
+    errno.EBADF: "nothing can be written there: open it, or redirect to a file",
 }
 
 
@@ -77,10 +78,13 @@ def existing_mode(path: Path) -> int | None:
     if kind == "a symbolic link":
         raise OutputError(
             f"{path} is a symbolic link; nsdiag does not replace links or write through them",
-            "give the link's target or another file name",
+            "give the file the link points to, another name, or -o - for standard output",
         )
     if kind is not None:
-        raise OutputError(f"{path} is {kind}, not a regular file", "give a file name to write")
+        raise OutputError(
+            f"{path} is {kind}, not a regular file",
+            "give a file name to write, or -o - for standard output",
+        )
     return stat.S_IMODE(info.st_mode)
 
 

@@ -101,12 +101,12 @@ def test_os_errors_become_one_line_with_a_hint() -> None:
     from nsdiag.cli import main
 
     cases = {
-        errno.EACCES: "permission",
-        errno.EROFS: "read-only",
+        errno.EACCES: "permissions",
+        errno.EROFS: "read-only file system (write elsewhere)",
         errno.ENOSPC: "free some space",
         errno.ENAMETOOLONG: "shorter",
         errno.ELOOP: "symbolic links",
-        errno.EIO: "input/output",
+        errno.EIO: "input/output error",
     }
     for code, hint in cases.items():
 
@@ -121,5 +121,17 @@ def test_os_errors_become_one_line_with_a_hint() -> None:
             analyse._diagnose = original
         assert result.exit_code == 2, (code, result.output)
         line = result.output.strip()
-        assert line.startswith("nsdiag: error: /some/file.csv: ") and hint in line, line
+        assert line.startswith("nsdiag: error: /some/file.csv: ") and hint in line.lower(), line
         assert "\n" not in line
+
+
+def test_closed_stdout_is_one_line() -> None:
+    """`nsdiag explain X >&-`: was exit 0 with the diagnosis lost."""
+    result = subprocess.run(
+        ["bash", "-c", f'"{sys.executable}" -m nsdiag explain "{SMALL}" >&-'],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert_one_line_error(result, "standard output is closed")

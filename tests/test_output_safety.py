@@ -114,6 +114,20 @@ def test_failed_write_leaves_the_old_report_and_no_temporary_file(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
 
 
+def test_permission_denied_is_an_output_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As root cannot be refused a folder, the refusal is simulated where the file is created."""
+
+    def denied(*_: object) -> int:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr("nsdiag.safe_write.os.open", denied)
+    with pytest.raises(OutputError, match=r"Permission denied.*permissions"):
+        write_report(tmp_path / "r.html", "x")
+    assert list(tmp_path.iterdir()) == []
+
+
 # ------------------------------------------------------------------ as a user runs it
 
 

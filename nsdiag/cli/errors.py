@@ -74,6 +74,8 @@ def os_error_line(error: OSError) -> str:
 
 
 def _flush_stdout() -> None:
+    if sys.stdout is None:  # started with standard output closed (`>&-`): the output is lost
+        raise OSError(errno.EBADF, "standard output is closed")
     sys.stdout.flush()
 
 
