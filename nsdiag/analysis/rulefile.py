@@ -39,8 +39,8 @@ def _is_table(value: Any) -> bool:
     return isinstance(value, dict)
 
 
-# key -> (test, what it must be)
-_SHAPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+Shapes = dict[str, tuple[Callable[[Any], bool], str]]  # key -> (test, what it must be)
+_SHAPES: Shapes = {
     "id": (_is_text, "a string"),
     "cause": (_is_text, "a string"),
     "title": (_is_text, "a string"),
@@ -57,7 +57,7 @@ _SHAPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "defaults": (_is_table, "a table of name = number"),
     "doc": (_is_table, "a table of documentation sections"),
 }
-_DOC_SHAPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+_DOC_SHAPES: Shapes = {
     **{s: (_is_text, "a string") for s in DOC_SECTIONS if s != "references"},
     "references": (_is_text_or_texts, "a string or a list of strings"),
 }
@@ -106,17 +106,22 @@ def _parse(path: Path, text: str) -> dict[str, Any]:
         raise RuleError(f"{path}: not valid TOML: {exc}", "fix the TOML syntax") from exc
 
 
-def _check_shape(path: Path, data: dict[str, Any]) -> None:
-    unknown = sorted(set(data) - set(_SHAPES))
+def _check_table(path: Path, table: dict[str, Any], shapes: Shapes, prefix: str = "") -> None:
+    """Every key of `table` is one of `shapes`, and its value of that shape."""
+    unknown = sorted(set(table) - set(shapes))
     if unknown:
         raise RuleError(
-            f"{path}: unknown key(s) {', '.join(map(repr, unknown))}",
-            f"a rule file has {', '.join(_SHAPES)}",
+            f"{path}: unknown key(s) {', '.join(prefix + k for k in unknown)}",
+            f"{prefix or 'a rule file '}has {', '.join(shapes)}",
         )
-    for key, value in data.items():
-        test, what = _SHAPES[key]
+    for key, value in table.items():
+        test, what = shapes[key]
         if not test(value):
-            raise RuleError(f"{path}: {key} must be {what}", FIX_HINT)
+            raise RuleError(f"{path}: {prefix}{key} must be {what}", FIX_HINT)
+
+
+def _check_shape(path: Path, data: dict[str, Any]) -> None:
+    _check_table(path, data, _SHAPES)
     scope = data.get("scope")
     wrong = KERNEL_ONLY if scope == "program" else PROGRAM_ONLY if scope == "kernel" else ()
     misplaced = [key for key in wrong if key in data]
@@ -127,7 +132,7 @@ def _check_shape(path: Path, data: dict[str, Any]) -> None:
         )
     for key in ("params", "defaults"):
         _check_numbers(path, key, data.get(key, {}))
-    _check_doc(path, data.get("doc", {}))
+    _check_table(path, data.get("doc", {}), _DOC_SHAPES, "doc.")
 
 
 def _check_numbers(path: Path, key: str, table: dict[str, Any]) -> None:
@@ -142,16 +147,3 @@ def _check_numbers(path: Path, key: str, table: dict[str, Any]) -> None:
             finite = False
         if not finite:
             raise RuleError(f"{path}: {key}.{name} is not a finite number", f"{name} = 0.5")
-
-
-def _check_doc(path: Path, doc: dict[str, Any]) -> None:
-    unknown = sorted(set(doc) - set(_DOC_SHAPES))
-    if unknown:
-        raise RuleError(
-            f"{path}: unknown doc section(s) {', '.join(map(repr, unknown))}",
-            f"[doc] has {', '.join(DOC_SECTIONS)}",
-        )
-    for section, value in doc.items():
-        test, what = _DOC_SHAPES[section]
-        if not test(value):
-            raise RuleError(f"{path}: doc.{section} must be {what}", FIX_HINT)
