@@ -1,8 +1,9 @@
 """Write an output file without damaging what was at its path (reports, session tables).
 
-- Only a regular file is ever replaced: a folder, device node, named pipe or socket at the path
-  is refused, and so is a symbolic link (replacing the link would lose it, writing through it
-  would change a file the user did not name).
+- Only a regular file one may write is ever replaced: a folder, device node, named pipe or
+  socket at the path is refused, and so is a symbolic link (replacing the link would lose it,
+  writing through it would change a file the user did not name) and a read-only file (its
+  folder may be writable, but the file says keep me).
 - Atomic: the new content goes to a temporary file in the same folder, then `os.replace` puts it
   in place; a failed write removes the temporary file and leaves the old file as it was.
 - A replaced file keeps its permission bits; a new file gets those the umask gives (the
@@ -114,6 +115,10 @@ def replacing(path: Path) -> Iterator[Path]:
     """A temporary file to write the new content into (by name); on a clean exit it replaces
     `path` atomically, on an error it is removed and `path` is left as it was."""
     mode = existing_mode(path)
+    if mode is not None and not os.access(path, os.W_OK):
+        raise OutputError(
+            f"{path} is read-only", "make it writable (chmod u+w) or choose another name"
+        )
     parent = _parent(path)
     temporary = parent / f".{path.name[:200]}.{secrets.token_hex(4)}.tmp"
     try:

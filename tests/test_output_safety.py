@@ -128,6 +128,18 @@ def test_permission_denied_is_an_output_error(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_read_only_report_is_not_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report one may not write stays (as root os.access says yes: simulated then)."""
+    target = tmp_path / "keep.html"
+    target.write_text("mine")
+    target.chmod(0o444)
+    if IS_ROOT:
+        monkeypatch.setattr("nsdiag.safe_write.os.access", lambda *_: False)
+    with pytest.raises(OutputError, match="read-only"):
+        write_report(target, "new")
+    assert target.read_text() == "mine"
+
+
 # ------------------------------------------------------------------ as a user runs it
 
 

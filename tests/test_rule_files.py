@@ -554,6 +554,13 @@ def test_bad_rule_folder_is_one_line(tmp_path: Path, command: str) -> None:
     assert not (tmp_path / "r.html").exists()
 
 
+def test_profile_checks_the_rules_before_it_runs_anything(tmp_path: Path) -> None:
+    folder = tmp_path / "rules"
+    write_rule(folder, KERNEL, replace_line(shipped(KERNEL), "condition", "condition = true"))
+    result = nsdiag_cli("profile", "--rules", str(folder), "--dry-run", "--", "true")
+    assert_one_line_error(result, KERNEL, "condition must be a string")
+
+
 def test_missing_or_empty_rule_folder(tmp_path: Path) -> None:
     result = nsdiag_cli("rules", "list", "--rules", str(tmp_path / "nowhere"))
     assert_one_line_error(result, "nowhere", "not a folder")

@@ -58,6 +58,7 @@ PROGRAM_CAUSES = frozenset(
 )
 
 
+_FOLDER_HINT = "--rules and NSDIAG_RULES_DIR take folders of *.toml rule files"
 _NAMES_HINT = "use names from nsdiag/model/catalogue.py or nsdiag/analysis/rule_context.py"
 
 
@@ -276,9 +277,9 @@ def rule_files(directory: Path) -> list[Path]:
     except OSError as exc:
         raise RuleError(f"{directory}: cannot read: {exc.strerror}", "check the folder") from exc
     if files is None:
-        raise RuleError(f"{directory}: not a folder of rule files", "give a folder of *.toml rules")
+        raise RuleError(f"{directory}: not a folder of rule files", _FOLDER_HINT)
     if not files:
-        raise RuleError(f"{directory}: holds no rule files (*.toml)", "give a folder of rules")
+        raise RuleError(f"{directory}: holds no rule files (*.toml)", _FOLDER_HINT)
     return files
 
 
