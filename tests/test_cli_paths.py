@@ -135,3 +135,11 @@ def test_closed_stdout_is_one_line() -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert_one_line_error(result, "standard output is closed")
+
+
+def test_control_characters_in_a_file_name_stay_one_inert_line(tmp_path: Path) -> None:
+    hostile = tmp_path / "a\nnsdiag: error: forged\x1b[31m.csv"
+    hostile.write_text("not a profiler export\n")
+    result = nsdiag_cli("explain", str(hostile))
+    assert_one_line_error(result, "\\n", "\\x1b")
+    assert "\x1b" not in result.stderr

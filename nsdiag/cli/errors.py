@@ -29,9 +29,15 @@ EXIT_USAGE = 2  # bad usage, unreadable input, an output that cannot be written
 EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE, what a shell reports for `yes | head -1`'s yes
 
 
+def one_line(text: str) -> str:
+    """The text with control characters escaped: a file name or a template holding a newline or
+    a terminal escape sequence stays one inert line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _say(line: str) -> None:
     with contextlib.suppress(OSError):  # stderr may be gone too; the exit code still tells
-        click.echo(line, err=True)
+        click.echo(one_line(line), err=True)
 
 
 def _quiet_exit() -> NoReturn:
