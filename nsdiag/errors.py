@@ -33,3 +33,7 @@ class ProfilerError(NsdiagError):
 
 class RuleError(NsdiagError):
     """A rule file is malformed or names an unknown metric."""
+
+
+class OutputError(NsdiagError):
+    """An output (report, session folder, standard output) cannot be written safely."""

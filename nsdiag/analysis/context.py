@@ -15,6 +15,7 @@ from nsdiag.model.region import Region
 from nsdiag.model.session import Session
 
 if TYPE_CHECKING:  # the timeline analyses import this module
+    from nsdiag.analysis.rulespec import RuleSpec
     from nsdiag.analysis.timeline.view import TimelineView
 
 
@@ -31,6 +32,7 @@ class ProgramContext:
     region: Region | None = None  # the analysed region (None: no timeline)
     wall_ns: float = 0.0  # the currency's denominator: the region's wall time, else GPU time
     ranks: RankAnalysis | None = None  # per-rank breakdown (two ranks or more)
+    rules: Sequence[RuleSpec] = ()  # the rules applied (empty: the shipped ones)
 
     @property
     def iterations(self) -> int:

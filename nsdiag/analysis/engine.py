@@ -69,6 +69,7 @@ def diagnose(
         region=chosen,
         wall_ns=wall_ns,
         ranks=ranks,
+        rules=tuple(rules),
     )
     program, program_skips = program_findings(ctx, program_rules)
     skipped = [s for k in kernels for s in k.skipped] + program_skips

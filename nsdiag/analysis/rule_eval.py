@@ -7,8 +7,9 @@ The policy for missing metrics, in the order it applies:
 3. any other name the condition reads is missing and the outcome depends on it: skipped
    ("missing X"), so a missing metric never makes a condition silently true (`not (x < 50)`)
    or false. When the known values decide (`a >= 10 and x < 50` with a = 5) they decide.
-A rule without an impact formula, or whose formula reads a missing name, gives no estimate
-(`saved_ns` None); the finding stands. The saving is the recoverable fraction of the kernel's
+A rule without an impact formula, or whose formula reads a missing name or divides by zero,
+gives no estimate (`saved_ns` None; a division by zero says so in the finding's impact basis);
+the finding stands. The saving is the recoverable fraction of the kernel's
 time in the analysed region, and its impact that time as a share of the region's wall time.
 
 No finding stands on nothing: when every metric the condition reads, or every value its evidence
@@ -52,9 +53,7 @@ def evaluate_rule(
         [e.value for e in evidence]
     ):
         return None
-    recoverable = number(rule.impact.evaluate(filled)) if rule.impact is not None else None
-    if recoverable is not None:
-        recoverable = min(max(recoverable, 0.0), 1.0)
+    recoverable, note = _recoverable(rule, filled)
     saved = recoverable * kernel_ns if recoverable is not None else None
     return Finding(
         rule=rule.id,
@@ -66,9 +65,24 @@ def evaluate_rule(
         estimate="metrics" if saved is not None else "none",
         message=render(rule.message, values),
         fix=render(rule.fix, values),
-        impact_basis=rule.impact_basis,
+        impact_basis=f"{note} {rule.impact_basis}".strip() if note else rule.impact_basis,
         evidence=evidence,
     )
+
+
+def _recoverable(rule: RuleSpec, values: Mapping[str, Any]) -> tuple[float | None, str]:
+    """The fraction of the kernel's time the fix recovers (clipped to 0..1), and a note when
+    the impact formula is undefined for these values (a division by zero gives no estimate,
+    never a silent 0)."""
+    if rule.impact is None:
+        return None, ""
+    value = rule.impact.evaluate(values)
+    if value is not None and missing(value):
+        zero = rule.impact.zero_divisors(values)
+        why = f"{', '.join(zero)} is 0 in" if zero else "undefined for this kernel:"
+        return None, f"No estimate here: {why} {rule.impact.source}."
+    recoverable = number(value)
+    return (None if recoverable is None else min(max(recoverable, 0.0), 1.0)), ""
 
 
 def _no_signal(measured: Sequence[Any]) -> bool:

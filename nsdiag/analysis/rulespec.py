@@ -1,9 +1,13 @@
-"""Rule files (rules/NSDxxx-slug.toml): load, validate against the metric catalogue, look up."""
+"""Rule files (rules/NSDxxx-slug.toml): load, validate against the metric catalogue, look up.
+
+A rule is validated whole when it loads (rulefile.py: the file and its keys' types; here: ids,
+names, expressions, templates), so a malformed rule fails in one line naming its file, never
+when it fires."""
 
 from __future__ import annotations
 
-import tomllib
-from collections.abc import Collection
+import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -13,6 +17,7 @@ from nsdiag.analysis.expr import Expression, ExpressionError, parse
 from nsdiag.analysis.message_template import template_problems
 from nsdiag.analysis.program_values import PROGRAM_VALUES
 from nsdiag.analysis.rule_context import CONSTANTS, rule_names, template_names
+from nsdiag.analysis.rulefile import DOC_SECTIONS, read_rule_file
 from nsdiag.errors import RuleError
 from nsdiag.resources import rules_dir
 
@@ -51,9 +56,9 @@ PROGRAM_CAUSES = frozenset(
         "launch-overhead",
     }
 )
-DOC_SECTIONS = ("detects", "why", "fix", "false_positives", "references")
 
 
+_FOLDER_HINT = "--rules and NSDIAG_RULES_DIR take folders of *.toml rule files"
 _NAMES_HINT = "use names from nsdiag/model/catalogue.py or nsdiag/analysis/rule_context.py"
 
 
@@ -85,53 +90,53 @@ class RuleSpec:
 def _text(data: dict[str, Any], key: str, path: Path) -> str:
     value = data.get(key)
     if not isinstance(value, str) or not value.strip():
-        raise RuleError(f"{path.name}: missing or empty '{key}'", "every rule needs it")
+        raise RuleError(f"{path}: missing or empty '{key}'", "every rule needs it")
     return value.strip()
 
 
-def _expr(data: dict[str, Any], key: str, path: Path, known: frozenset[str]) -> Expression | None:
+def _expr(
+    data: dict[str, Any], key: str, path: Path, known: frozenset[str], constants: dict[str, float]
+) -> Expression | None:
     if key not in data:
         return None
     try:
-        expression = parse(str(data[key]), CONSTANTS)
+        expression = parse(data[key], constants)
     except ExpressionError as exc:
-        raise RuleError(f"{path.name}: malformed {key}: {exc}", "fix the rule file") from exc
+        raise RuleError(f"{path}: malformed {key}: {exc}", "fix the rule file") from exc
     unknown = sorted(expression.names - known)
     if unknown:
-        raise RuleError(
-            f"{path.name}: {key} names unknown metric(s) {', '.join(unknown)}", _NAMES_HINT
-        )
+        raise RuleError(f"{path}: {key} names unknown metric(s) {', '.join(unknown)}", _NAMES_HINT)
     return expression
 
 
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise RuleError(f"{path.name}: not valid TOML: {exc}", "fix the rule file") from exc
+_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 
 
 def _identity(data: dict[str, Any], path: Path) -> tuple[str, str, str]:
     rule_id, cause, scope = (_text(data, key, path) for key in ("id", "cause", "scope"))
-    if not path.name.startswith(rule_id):
+    if not _ID.fullmatch(rule_id):
+        raise RuleError(f"{path}: id {rule_id!r} is not letters and digits", 'id = "NSD901"')
+    if path.name != f"{rule_id}.toml" and not path.name.startswith(f"{rule_id}-"):
         raise RuleError(
-            f"{path.name}: file name must start with its id {rule_id}", "rename the file"
+            f"{path}: file name must start with its id {rule_id}",
+            f"rename it {rule_id}-{cause}.toml",
         )
+    if not _SLUG.fullmatch(cause):
+        raise RuleError(f"{path}: cause {cause!r} is not a slug", "lower-case words joined by '-'")
     if scope not in ("kernel", "program"):
-        raise RuleError(f"{path.name}: scope must be 'kernel' or 'program'", "fix the rule file")
+        raise RuleError(f"{path}: scope must be 'kernel' or 'program'", "fix the rule file")
     return rule_id, cause, scope
 
 
 def _names(data: dict[str, Any], key: str, path: Path, known: frozenset[str]) -> tuple[str, ...]:
-    names = tuple(str(n) for n in data.get(key, []))
+    names = tuple(data.get(key, []))  # rulefile checked: a list of strings
     unknown = [n for n in names if n not in known]
     if unknown and key == "requires":
-        raise RuleError(
-            f"{path.name}: requires unknown metric(s) {', '.join(unknown)}", _NAMES_HINT
-        )
+        raise RuleError(f"{path}: requires unknown metric(s) {', '.join(unknown)}", _NAMES_HINT)
     if unknown:
         raise RuleError(
-            f"{path.name}: {key} names unknown metric(s) {', '.join(unknown)}", "fix the rule file"
+            f"{path}: {key} names unknown metric(s) {', '.join(unknown)}", "fix the rule file"
         )
     return names
 
@@ -141,31 +146,41 @@ def _doc(data: dict[str, Any], path: Path) -> dict[str, str | list[str]]:
     missing_doc = [s for s in DOC_SECTIONS if not doc.get(s)]
     if missing_doc:
         raise RuleError(
-            f"{path.name}: documentation section(s) missing: {', '.join(missing_doc)}",
+            f"{path}: documentation section(s) missing: {', '.join(missing_doc)}",
             f"every rule documents {', '.join(DOC_SECTIONS)}",
         )
     return doc
 
 
+def _params(data: dict[str, Any], path: Path, scope: str) -> dict[str, float]:
+    """`[params]`: a program analysis's thresholds; in a kernel rule, named numbers its
+    condition and impact read (they must not hide a metric's name)."""
+    params = {str(k): float(v) for k, v in data.get("params", {}).items()}
+    if scope == "kernel":
+        hidden = sorted(set(params) & (rule_names() | set(CONSTANTS)))
+        if hidden:
+            raise RuleError(
+                f"{path}: params name metric(s) or constant(s) {', '.join(hidden)}",
+                "give the thresholds names of their own",
+            )
+    return params
+
+
 def _defaults(
     data: dict[str, Any], path: Path, requires: tuple[str, ...], read: frozenset[str]
 ) -> dict[str, float]:
-    """`[defaults]`: the value a name takes when the report lacks it."""
-    table = data.get("defaults", {})
-    if not isinstance(table, dict):
-        raise RuleError(f"{path.name}: defaults must be a table", "[defaults] name = number")
+    """`[defaults]`: the value a name takes when the report lacks it (numbers checked finite
+    by rulefile)."""
     defaults: dict[str, float] = {}
-    for name, value in table.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise RuleError(f"{path.name}: default of {name} is not a number", "name = number")
+    for name, value in data.get("defaults", {}).items():
         if name in requires:
             raise RuleError(
-                f"{path.name}: {name} is both required and defaulted",
+                f"{path}: {name} is both required and defaulted",
                 "a missing metric either skips the rule (requires) or takes a default",
             )
         if name not in read:
             raise RuleError(
-                f"{path.name}: defaults name {name}, which the condition and impact do not read",
+                f"{path}: defaults name {name}, which the condition and impact do not read",
                 "remove it",
             )
         defaults[str(name)] = float(value)
@@ -176,7 +191,7 @@ def _analysis(data: dict[str, Any], path: Path, scope: str) -> str:
     analysis = str(data.get("analysis", ""))
     if scope == "program" and analysis not in PROGRAM_VALUES:
         raise RuleError(
-            f"{path.name}: program rule names unknown analysis {analysis!r}",
+            f"{path}: program rule names unknown analysis {analysis!r}",
             f"analysis = one of {', '.join(PROGRAM_VALUES)}",
         )
     return analysis
@@ -197,22 +212,25 @@ def _template(
     template = _text(data, key, path)
     problems = template_problems(template, names[0])
     if problems:
-        raise RuleError(f"{path.name}: {key} template: {'; '.join(problems)}", names[1])
+        raise RuleError(f"{path}: {key} template: {'; '.join(problems)}", names[1])
     return template
 
 
 def parse_rule(path: Path) -> RuleSpec:
-    data = _read(path)
+    """One rule file, validated whole: its shape (rulefile.py), then its names, expressions and
+    templates. RuleError names the file and the key."""
+    data = read_rule_file(path)
     rule_id, cause, scope = _identity(data, path)
-    params = {str(k): float(v) for k, v in data.get("params", {}).items()}
+    params = _params(data, path, scope)
     known = rule_names(params)
     requires = _names(data, "requires", path, known)
     evidence = _names(data, "evidence", path, known)
     doc = _doc(data, path)
-    condition = _expr(data, "condition", path, known)
+    constants = {**CONSTANTS, **params} if scope == "kernel" else dict(CONSTANTS)
+    condition = _expr(data, "condition", path, known, constants)
     if scope == "kernel" and condition is None:
-        raise RuleError(f"{path.name}: kernel rules need a condition", 'add condition = "..."')
-    impact = _expr(data, "impact", path, known)
+        raise RuleError(f"{path}: kernel rules need a condition", 'add condition = "..."')
+    impact = _expr(data, "impact", path, known, constants)
     read = frozenset().union(*(e.names for e in (condition, impact) if e is not None))
     analysis = _analysis(data, path, scope)
     names = _template_names(scope, analysis)
@@ -237,27 +255,45 @@ def parse_rule(path: Path) -> RuleSpec:
 
 
 def load_rules(directory: Path | None = None) -> list[RuleSpec]:
+    """Every rule file (*.toml) of a folder (default: the shipped rules/), ids unique."""
     directory = directory or rules_dir()
-    rules = [parse_rule(p) for p in sorted(directory.glob("NSD*.toml"))]
+    rules = [parse_rule(p) for p in rule_files(directory)]
     seen: dict[str, str] = {}
     for rule in rules:
         if rule.id in seen:
             raise RuleError(
-                f"rule id {rule.id} is used by {seen[rule.id]} and {Path(rule.path).name}",
+                f"rule id {rule.id} is used by {seen[rule.id]} and {Path(rule.path).name} "
+                f"in {directory}",
                 "ids are unique",
             )
         seen[rule.id] = Path(rule.path).name
     return rules
 
 
+def rule_files(directory: Path) -> list[Path]:
+    """The rule files of a folder; RuleError when it is not a folder or holds none."""
+    try:
+        files = sorted(directory.glob("*.toml")) if directory.is_dir() else None
+    except OSError as exc:
+        raise RuleError(f"{directory}: cannot read: {exc.strerror}", "check the folder") from exc
+    if files is None:
+        raise RuleError(f"{directory}: not a folder of rule files", _FOLDER_HINT)
+    if not files:
+        raise RuleError(f"{directory}: holds no rule files (*.toml)", _FOLDER_HINT)
+    return files
+
+
 @lru_cache(maxsize=1)
 def default_rules() -> tuple[RuleSpec, ...]:
+    """The shipped rules."""
     return tuple(load_rules())
 
 
-def find_rule(rule_id: str) -> RuleSpec:
-    for rule in default_rules():
+def find_rule(rule_id: str, rules: Sequence[RuleSpec] | None = None) -> RuleSpec:
+    """A rule by id (any case) or cause slug, among `rules` (default: the shipped ones)."""
+    rules = default_rules() if rules is None else rules
+    for rule in rules:
         if rule.id.lower() == rule_id.lower() or rule.cause == rule_id:
             return rule
-    known = ", ".join(r.id for r in default_rules())
+    known = ", ".join(r.id for r in rules)
     raise RuleError(f"no rule {rule_id!r}", f"known rules: {known}")

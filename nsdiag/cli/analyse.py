@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from nsdiag.cli.rules import active_rules, rules_option
+
 if TYPE_CHECKING:
     from nsdiag.analysis.diagnosis import Diagnosis
     from nsdiag.model.session import Session
@@ -40,7 +42,8 @@ region_option = click.option(
     "output",
     type=click.Path(path_type=Path),
     required=True,
-    help="session folder to write (created; existing files in it are kept)",
+    help="session folder to write (created; existing files in it are kept; one that already "
+    "holds a session is refused)",
 )
 def load(inputs: tuple[Path, ...], output: Path) -> None:
     """Read profiler outputs into a session folder that later commands can re-read."""
@@ -48,21 +51,25 @@ def load(inputs: tuple[Path, ...], output: Path) -> None:
     from nsdiag.model import store
 
     session = load_inputs(inputs)
-    store.save(session, output)
+    store.save(session, output, replace=False)
     click.echo(f"{len(session.kernels)} kernel launches from {len(inputs)} input(s) -> {output}")
 
 
 def _diagnose(
-    inputs: tuple[Path, ...], kernel: str | None = None, region: str = "auto"
+    inputs: tuple[Path, ...],
+    kernel: str | None = None,
+    region: str = "auto",
+    rule_dirs: tuple[Path, ...] = (),
 ) -> tuple[Session, Diagnosis]:
     from nsdiag import load as load_inputs
     from nsdiag.analysis.engine import diagnose
     from nsdiag.analysis.filters import keep_kernels
 
+    rules = active_rules(rule_dirs).rules  # before reading: a bad rule fails fast
     session = load_inputs(inputs)
     if kernel:
         session = keep_kernels(session, kernel)
-    return session, diagnose(session, region=region)
+    return session, diagnose(session, rules, region=region)
 
 
 @click.command(
@@ -72,6 +79,7 @@ def _diagnose(
 @inputs_argument
 @kernel_option
 @region_option
+@rules_option
 @click.option("--top", default=3, show_default=True, help="findings shown per kernel")
 @click.option("--top-kernels", default=10, show_default=True, help="kernel signatures shown")
 @click.option(
@@ -84,6 +92,7 @@ def explain(
     inputs: tuple[Path, ...],
     kernel: str | None,
     region: str,
+    rule_dirs: tuple[Path, ...],
     top: int,
     top_kernels: int,
     as_json: bool,
@@ -92,7 +101,7 @@ def explain(
 
     from nsdiag.render.text import render_text
 
-    _, diagnosis = _diagnose(inputs, kernel, region)
+    _, diagnosis = _diagnose(inputs, kernel, region, rule_dirs)
     if as_json:
         click.echo(json.dumps(diagnosis.to_json(), indent=1, allow_nan=False))
     else:
@@ -120,6 +129,7 @@ def explain(
 )
 @kernel_option
 @region_option
+@rules_option
 @click.option(
     "--cards",
     default=10,
@@ -132,12 +142,16 @@ def report(
     fmt: str | None,
     kernel: str | None,
     region: str,
+    rule_dirs: tuple[Path, ...],
     cards: int,
 ) -> None:
     from nsdiag.render import RenderOptions, format_from_path, render
     from nsdiag.render.output import write_report
+    from nsdiag.safe_write import check_target
 
-    session, diagnosis = _diagnose(inputs, kernel, region)
+    if output != "-":
+        check_target(Path(output))  # before the diagnosis, which may take a while
+    session, diagnosis = _diagnose(inputs, kernel, region, rule_dirs)
     fmt = fmt or ("html" if output == "-" else format_from_path(output))
     text = render(diagnosis, session, fmt, RenderOptions(cards=cards))
     if output == "-":

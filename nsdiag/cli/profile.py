@@ -14,8 +14,12 @@ from rich.markup import escape
 
 from nsdiag.cli.errors import CONTEXT, one_line_errors
 from nsdiag.cli.progress import RichProgress
+from nsdiag.cli.rules import active_rules, rules_option
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from nsdiag.analysis.rulespec import RuleSpec
     from nsdiag.collect.options import ProfileResult
 
 
@@ -99,6 +103,7 @@ if TYPE_CHECKING:
     help="a distributed run (torchrun, mpirun, srun under nsdiag): the rank whose kernels phase "
     "2 profiles with ncu (phase 1 records every rank)",
 )
+@rules_option
 @click.option("--dry-run", is_flag=True, help="print the commands that would run, and exit")
 @one_line_errors
 def profile(
@@ -115,6 +120,7 @@ def profile(
     region: str,
     sections: str,
     rank: int,
+    rule_dirs: tuple[Path, ...],
     dry_run: bool,
 ) -> None:
     """Profile a program and say why its kernels are slow.
@@ -136,6 +142,7 @@ def profile(
         )
     if kernel:
         _check_regex(kernel)
+    rules = active_rules(rule_dirs).rules  # a bad rule fails now, not after the profiling
     options = ProfileOptions(
         output=output,
         ncu=ncu,
@@ -160,7 +167,7 @@ def profile(
     console = Console(highlight=False)
     with RichProgress(console) as progress:
         result = run_profile(program, options, progress, nsdiag_argv=sys.argv)
-    _summary(console, result, region)
+    _summary(console, result, region, rules)
 
 
 def _check_regex(pattern: str) -> None:
@@ -174,13 +181,15 @@ def _check_regex(pattern: str) -> None:
         ) from exc
 
 
-def _summary(console: Console, result: ProfileResult, region: str) -> None:
+def _summary(
+    console: Console, result: ProfileResult, region: str, rules: Sequence[RuleSpec]
+) -> None:
     from nsdiag.analysis.engine import diagnose
     from nsdiag.render.text import render_text
 
     if result.session is not None and len(result.session.kernels):
         # already laid out
-        click.echo(render_text(diagnose(result.session, region=region)), nl=False)
+        click.echo(render_text(diagnose(result.session, rules, region=region)), nl=False)
     plan = result.plan
     spent = sum(result.timings.values())
     if plan is not None:

@@ -1,32 +1,86 @@
-"""`nsdiag rules`: the rule table, one line per rule or one rule's documentation."""
+"""`nsdiag rules`: the rule table, one line per rule or one rule's documentation; and the
+`--rules DIR` option (with NSDIAG_RULES_DIR) that adds or replaces rules for every command that
+applies them."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import click
+
+if TYPE_CHECKING:
+    from nsdiag.analysis.ruleset import RuleSet
+
+RULES_ENV = "NSDIAG_RULES_DIR"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def rules_option(command: F) -> F:
+    """`--rules DIR` (repeatable) on a command."""
+    return click.option(
+        "--rules",
+        "rule_dirs",
+        multiple=True,
+        metavar="DIR",
+        type=click.Path(path_type=Path),
+        help=f"a folder of rule files (*.toml) that add rules or replace rules of the same id; "
+        f"repeatable, after the folders of ${RULES_ENV} ({os.pathsep}-separated)",
+    )(command)
+
+
+def rule_folders(option: Sequence[Path]) -> list[Path]:
+    """The user's rule folders: NSDIAG_RULES_DIR's, then --rules', in order (later wins)."""
+    from_env = [Path(p) for p in os.environ.get(RULES_ENV, "").split(os.pathsep) if p.strip()]
+    return [*from_env, *option]
+
+
+def active_rules(option: Sequence[Path]) -> RuleSet:
+    """The rules to apply; a note on stderr for each rule a user's folder replaces."""
+    from nsdiag.analysis.ruleset import load_rule_set
+
+    rule_set = load_rule_set(rule_folders(option))
+    for note in rule_set.notes:
+        click.echo(f"nsdiag: note: {note}", err=True)
+    return rule_set
 
 
 @click.group(invoke_without_command=True)
+@rules_option
 @click.pass_context
-def rules(ctx: click.Context) -> None:
+def rules(ctx: click.Context, rule_dirs: tuple[Path, ...]) -> None:
     """The rule table: `nsdiag rules list`, `nsdiag rules show ID`."""
+    ctx.obj = rule_dirs
     if ctx.invoked_subcommand is None:
         ctx.invoke(rules_list)
 
 
-@rules.command("list")
-def rules_list() -> None:
-    """One line per rule: id, cause, title."""
-    from nsdiag.analysis.rulespec import default_rules
+def _folders(ctx: click.Context, rule_dirs: Sequence[Path]) -> tuple[Path, ...]:
+    """The group's --rules, then the subcommand's."""
+    return (*(ctx.obj or ()), *rule_dirs)
 
-    for rule in default_rules():
-        click.echo(f"{rule.id}  {rule.scope:7s}  {rule.cause:28s}  {rule.title}")
+
+@rules.command("list")
+@rules_option
+@click.pass_context
+def rules_list(ctx: click.Context, rule_dirs: tuple[Path, ...] = ()) -> None:
+    """One line per rule: id, cause, title (and the file of a rule from your folders)."""
+    rule_set = active_rules(_folders(ctx, rule_dirs))
+    for rule in rule_set.rules:
+        source = f"  ({rule.path})" if rule.id in rule_set.user else ""
+        click.echo(f"{rule.id}  {rule.scope:7s}  {rule.cause:28s}  {rule.title}{source}")
 
 
 @rules.command("show")
 @click.argument("rule_id")
-def rules_show(rule_id: str) -> None:
+@rules_option
+@click.pass_context
+def rules_show(ctx: click.Context, rule_id: str, rule_dirs: tuple[Path, ...]) -> None:
     """The documentation of one rule (by id, e.g. NSD101, or by cause slug)."""
     from nsdiag.analysis.rulespec import find_rule
     from nsdiag.render.ruledoc import rule_text
 
-    click.echo(rule_text(find_rule(rule_id)))
+    rule_set = active_rules(_folders(ctx, rule_dirs))
+    click.echo(rule_text(find_rule(rule_id, rule_set.rules)))

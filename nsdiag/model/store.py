@@ -7,14 +7,16 @@ column's dtype is recorded, so save -> load gives equal frames.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, cast
 
 import pandas as pd
 
-from nsdiag.errors import InputError
+from nsdiag.errors import InputError, OutputError
 from nsdiag.model.canonical import canonical_metrics
 from nsdiag.model.session import Session
+from nsdiag.safe_write import os_error_hint, replacing, write_atomically
 
 MANIFEST = "session.json"
 SCHEMA = "nsdiag.session/1"
@@ -27,16 +29,21 @@ def is_session_dir(path: Path) -> bool:
     return path.is_dir() and (path / MANIFEST).is_file()
 
 
-def save(session: Session, directory: Path) -> Path:
-    """Write the tidy tables into `directory` (created if needed; other files there are kept)."""
-    directory.mkdir(parents=True, exist_ok=True)
+def save(session: Session, directory: Path, replace: bool = True) -> Path:
+    """Write the tidy tables into `directory` (created if needed; other files there are kept).
+
+    Each file is written safely (nsdiag/safe_write.py: never through a link, atomic), the
+    manifest last, so an interrupted save leaves no half session behind a new manifest.
+    `replace=False` refuses a folder that already holds a session."""
+    _prepare(directory, replace)
     tables_dir = directory / "tables"
-    tables_dir.mkdir(exist_ok=True)
+    _make_folder(tables_dir)
     dtypes: dict[str, dict[str, str]] = {}
     for name in TABLES:
         frame: pd.DataFrame = getattr(session, name)
         dtypes[name] = {str(c): str(t) for c, t in frame.dtypes.items()}
-        frame.to_csv(tables_dir / f"{name}.csv.gz", index=False, na_rep=MISSING)
+        with replacing(tables_dir / f"{name}.csv.gz") as temporary:
+            frame.to_csv(temporary, index=False, na_rep=MISSING, compression="gzip")
     manifest = {
         "schema": SCHEMA,
         "meta": session.meta,
@@ -44,8 +51,39 @@ def save(session: Session, directory: Path) -> Path:
         "dtypes": dtypes,
         "columns": {name: [str(c) for c in getattr(session, name).columns] for name in TABLES},
     }
-    (directory / MANIFEST).write_text(json.dumps(manifest, indent=1, default=str))
+    write_atomically(directory / MANIFEST, json.dumps(manifest, indent=1, default=str).encode())
     return directory
+
+
+def _prepare(directory: Path, replace: bool) -> None:
+    """The session folder exists (made if needed) and may take the session."""
+    try:
+        exists, is_dir = os.path.lexists(directory), directory.is_dir()
+        holds_session = is_dir and os.path.lexists(directory / MANIFEST)
+    except OSError as exc:
+        raise OutputError(f"cannot write {directory}: {exc.strerror}", os_error_hint(exc)) from exc
+    if exists and not is_dir:
+        raise OutputError(
+            f"{directory} exists and is not a folder",
+            "give a new or existing folder for the session",
+        )
+    if holds_session and not replace:
+        raise OutputError(
+            f"{directory} already holds a session ({MANIFEST})",
+            "give a new folder, or delete that one first to replace it",
+        )
+    _make_folder(directory)
+
+
+def _make_folder(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:
+        raise OutputError(
+            f"{directory} exists and is not a folder", "remove it or write elsewhere"
+        ) from exc
+    except OSError as exc:
+        raise OutputError(f"cannot create {directory}: {exc.strerror}", os_error_hint(exc)) from exc
 
 
 def load(directory: Path) -> Session:

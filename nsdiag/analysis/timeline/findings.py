@@ -4,7 +4,7 @@ timeline finding carries."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -66,10 +66,16 @@ def param(rule: RuleSpec, key: str, default: float) -> float:
     return float(rule.params.get(key, default))
 
 
-def peer_params(cause: str) -> dict[str, float]:
-    """Another program rule's thresholds (the overlap analysis reuses the pinned-copy model)."""
+def peer_params(cause: str, rules: Sequence[RuleSpec] = ()) -> dict[str, float]:
+    """Another program rule's thresholds, among the rules applied (default: the shipped ones;
+    the overlap analysis reuses the pinned-copy model)."""
     return next(
-        (dict(r.params) for r in default_rules() if r.scope == "program" and r.cause == cause), {}
+        (
+            dict(r.params)
+            for r in (rules or default_rules())
+            if r.scope == "program" and r.cause == cause
+        ),
+        {},
     )
 
 

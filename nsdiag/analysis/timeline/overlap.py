@@ -146,7 +146,7 @@ def _stage_overlap(
 
 
 def no_copy_compute_overlap(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
-    summary = overlap_summary(ctx.view)
+    summary = overlap_summary(ctx.view, peer_params("pageable-memcpy", ctx.rules))
     measured = [s for s in summary if s.has_both]
     max_fraction = param(rule, "max_overlap_fraction", 0.3)
     return [
