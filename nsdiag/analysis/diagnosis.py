@@ -230,6 +230,9 @@ class Diagnosis:
     startup: Startup | None = None  # what ran before the region, never ranked
     wall_ns: float = 0.0  # the currency's denominator: the region's wall time, else GPU time
     kernels_outside_region: int = 0  # profiled signatures that ran only outside the region
+    # What is wrong with the inputs (a value left out, a table missing, an incomplete profile):
+    # shown before the findings, which rest on what is left.
+    warnings: tuple[str, ...] = ()
 
     @property
     def iterations(self) -> int:
@@ -252,6 +255,7 @@ class Diagnosis:
         n = self.iterations
         return {
             "schema": SCHEMA,
+            "warnings": list(self.warnings),
             "device": dict(self.device),
             "total_gpu_time_ns": _num(self.total_gpu_time_ns),
             "wall_ns": _num(self.wall_ns),

@@ -82,6 +82,7 @@ def diagnose(
         startup=summarise(chosen, session.api_calls) if chosen is not None else None,
         wall_ns=wall_ns,
         kernels_outside_region=profiled.outside,
+        warnings=tuple(str(w) for w in session.meta.get("warnings", [])),
     )
 
 

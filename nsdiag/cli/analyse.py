@@ -20,6 +20,15 @@ kernel_option = click.option(
     metavar="PATTERN",
     help="only kernels whose name matches this regular expression",
 )
+max_input_option = click.option(
+    "--max-input-mb",
+    "max_input_mb",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="MB",
+    help="largest input accepted, uncompressed (default: $NSDIAG_MAX_INPUT_MB, else 4096 for "
+    "CSV exports and .ncu-rep files, 32768 for nsys SQLite exports)",
+)
 region_option = click.option(
     "--region",
     "region",
@@ -42,24 +51,28 @@ region_option = click.option(
     required=True,
     help="session folder to write (created; existing files in it are kept)",
 )
-def load(inputs: tuple[Path, ...], output: Path) -> None:
+@max_input_option
+def load(inputs: tuple[Path, ...], output: Path, max_input_mb: float | None) -> None:
     """Read profiler outputs into a session folder that later commands can re-read."""
     from nsdiag import load as load_inputs
     from nsdiag.model import store
 
-    session = load_inputs(inputs)
+    session = load_inputs(inputs, max_input_mb=max_input_mb)
     store.save(session, output)
     click.echo(f"{len(session.kernels)} kernel launches from {len(inputs)} input(s) -> {output}")
 
 
 def _diagnose(
-    inputs: tuple[Path, ...], kernel: str | None = None, region: str = "auto"
+    inputs: tuple[Path, ...],
+    kernel: str | None = None,
+    region: str = "auto",
+    max_input_mb: float | None = None,
 ) -> tuple[Session, Diagnosis]:
     from nsdiag import load as load_inputs
     from nsdiag.analysis.engine import diagnose
     from nsdiag.analysis.filters import keep_kernels
 
-    session = load_inputs(inputs)
+    session = load_inputs(inputs, max_input_mb=max_input_mb)
     if kernel:
         session = keep_kernels(session, kernel)
     return session, diagnose(session, region=region)
@@ -80,6 +93,7 @@ def _diagnose(
     is_flag=True,
     help="print the diagnosis as one JSON document (schema nsdiag.diagnosis/2)",
 )
+@max_input_option
 def explain(
     inputs: tuple[Path, ...],
     kernel: str | None,
@@ -87,12 +101,13 @@ def explain(
     top: int,
     top_kernels: int,
     as_json: bool,
+    max_input_mb: float | None,
 ) -> None:
     import json
 
     from nsdiag.render.text import render_text
 
-    _, diagnosis = _diagnose(inputs, kernel, region)
+    _, diagnosis = _diagnose(inputs, kernel, region, max_input_mb)
     if as_json:
         click.echo(json.dumps(diagnosis.to_json(), indent=1, allow_nan=False))
     else:
@@ -126,6 +141,7 @@ def explain(
     show_default=True,
     help="kernels that get a detailed card (the table lists all)",
 )
+@max_input_option
 def report(
     inputs: tuple[Path, ...],
     output: str,
@@ -133,11 +149,12 @@ def report(
     kernel: str | None,
     region: str,
     cards: int,
+    max_input_mb: float | None,
 ) -> None:
     from nsdiag.render import RenderOptions, format_from_path, render
     from nsdiag.render.output import write_report
 
-    session, diagnosis = _diagnose(inputs, kernel, region)
+    session, diagnosis = _diagnose(inputs, kernel, region, max_input_mb)
     fmt = fmt or ("html" if output == "-" else format_from_path(output))
     text = render(diagnosis, session, fmt, RenderOptions(cards=cards))
     if output == "-":
