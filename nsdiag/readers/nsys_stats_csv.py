@@ -151,7 +151,9 @@ def _trace(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str]:
             "start_ns": start,
             "end_ns": start + duration,
             "duration_ns": duration,
-            "device": devices.str.extract(_DEVICE, expand=False).fillna(0).astype("int64"),
+            "device": _int_column(
+                pd.DataFrame({"d": devices.str.extract(_DEVICE, expand=False)}), "d"
+            ).clip(lower=0),
             "context": _int_column(t, "ctx"),
             "stream": _int_column(t, "strm"),
             "name": name,
@@ -173,9 +175,16 @@ def _trace(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str]:
     )
 
 
+def _whole_numbers(values: pd.Series) -> pd.Series:
+    """The cells that are whole numbers an int64 holds, as floats; NaN elsewhere."""
+    numbers = pd.to_numeric(values, errors="coerce").astype("float64")
+    ok = np.isfinite(numbers) & (numbers == numbers.round()) & (numbers.abs() < 2**62)
+    return numbers.where(ok)
+
+
 def _int_column(t: pd.DataFrame, column: str) -> pd.Series:
     return (
-        pd.to_numeric(t[column], errors="coerce").fillna(-1).astype("int64")
+        _whole_numbers(t[column]).fillna(-1).astype("int64")
         if column in t
         else pd.Series(-1, index=t.index, dtype="int64")
     )
@@ -211,7 +220,9 @@ def _dims(t: pd.DataFrame, prefix: str) -> pd.Series:
     axes = [f"{prefix}{a}" for a in "xyz"]
     if not all(a in t for a in axes):
         return pd.Series(np.nan, index=t.index, dtype="object")
-    parts = [pd.to_numeric(t[a], errors="coerce") for a in axes]
+    parts = [_whole_numbers(t[a]) for a in axes]
+    known = parts[0].notna() & parts[1].notna() & parts[2].notna()
+    parts = [p.where(known) for p in parts]
     text = (
         "("
         + parts[0].astype("Int64").astype(str)

@@ -108,6 +108,7 @@ def intervals(
     ends = pd.to_numeric(frame[end], errors="coerce").to_numpy(dtype="float64")
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(starts) | ~np.isfinite(ends) | (ends < starts)
+        bad |= (np.abs(starts) > 2**62) | (np.abs(ends) > 2**62)  # beyond a timestamp's int64
     if not bad.any():
         return frame, []
     rows = np.flatnonzero(bad).tolist()
