@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,7 +135,10 @@ class CsvTable:
         """The table as a DataFrame (`pandas.read_csv` `options`); a malformed table is an
         InputError naming the file; a cut-off last row becomes a warning."""
         try:
-            frame: pd.DataFrame = pd.read_csv(self.rows, **options)  # type: ignore[call-overload]
+            with warnings.catch_warnings():
+                # mixed types in a column are the readers' business (readers/validate.py)
+                warnings.simplefilter("ignore", pd.errors.DtypeWarning)
+                frame: pd.DataFrame = pd.read_csv(self.rows, **options)  # type: ignore[call-overload]
         except (ValueError, pd.errors.ParserError, UnicodeError, OverflowError) as exc:
             raise InputError(
                 f"{self.path}: cannot parse the {what} ({str(exc).strip().splitlines()[0]})",

@@ -56,7 +56,10 @@ def read_table(table: CsvTable) -> Session:
         thousands=",",
         na_values=["n/a", "N/A", ""],
         keep_default_na=False,
-        low_memory=False,
+        # Parsed in chunks: the peak stays near the table's size, not twice it. A column whose
+        # chunks parse differently (one '-nan' cell) comes back as text; numeric_metrics
+        # below reads its cells one by one.
+        low_memory=True,
         dtype=dict.fromkeys(identity + nvtx_cols, str),
     )
     if "ID" in frame:  # launches have a numeric ID; a program's output line is not a launch
