@@ -12,14 +12,15 @@ __version__ = "0.1.0"
 __all__ = ["NsdiagError", "Session", "__version__", "load"]
 
 
-def load(paths: str | Path | Iterable[str | Path]) -> Session:
+def load(paths: str | Path | Iterable[str | Path], max_input_mb: float | None = None) -> Session:
     """Read one or several profiler outputs (or a session directory) into one Session.
 
     A `.nsys-rep` report is exported to SQLite with nsys first (nsdiag.collect runs it), unless
-    nsys already wrote a fresh export next to it."""
+    nsys already wrote a fresh export next to it. `max_input_mb` raises (or lowers) the size an
+    input may have, uncompressed (default: NSDIAG_MAX_INPUT_MB, else a limit per kind)."""
     from nsdiag.readers import load as read_inputs
 
-    return read_inputs(paths, export_nsys_rep=_export_nsys_rep)
+    return read_inputs(paths, export_nsys_rep=_export_nsys_rep, max_input_mb=max_input_mb)
 
 
 def _export_nsys_rep(report: Path, output: Path) -> Path:

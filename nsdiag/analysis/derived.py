@@ -166,8 +166,14 @@ def _add_stalls(k: pd.DataFrame) -> None:
         [s.replace("stall_", "stall_share_", 1) for s in stalls if s != "stall_not_selected"]
     ]
     k["top_stall_share"] = shares.max(axis=1)
-    top = cast("pd.Series[str]", shares.idxmax(axis=1).where(shares.notna().any(axis=1)))
-    k["top_stall"] = top.str.replace("stall_share_", "", regex=False)
+    # Launches without stall metrics (another input's, a cut-short report) have no top stall.
+    known = shares.notna().any(axis=1)
+    top = pd.Series(None, index=k.index, dtype=object)
+    if known.any():
+        top[known] = cast("pd.Series[str]", shares[known].idxmax(axis=1)).str.replace(
+            "stall_share_", "", regex=False
+        )
+    k["top_stall"] = top
 
 
 def _add_occupancy(k: pd.DataFrame) -> None:

@@ -232,6 +232,9 @@ class Diagnosis:
     wall_ns: float = 0.0  # the currency's denominator: the region's wall time, else GPU time
     kernels_outside_region: int = 0  # profiled signatures that ran only outside the region
     ranks: RankAnalysis | None = None  # per-rank step breakdown (distributed runs)
+    # What is wrong with the inputs (a value left out, a table missing, an incomplete profile):
+    # shown before the findings, which rest on what is left.
+    warnings: tuple[str, ...] = ()
 
     @property
     def iterations(self) -> int:
@@ -254,6 +257,7 @@ class Diagnosis:
         n = self.iterations
         return {
             "schema": SCHEMA,
+            "warnings": list(self.warnings),
             "device": dict(self.device),
             "total_gpu_time_ns": _num(self.total_gpu_time_ns),
             "wall_ns": _num(self.wall_ns),

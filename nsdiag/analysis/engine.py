@@ -91,6 +91,7 @@ def diagnose(
         wall_ns=wall_ns,
         kernels_outside_region=profiled.outside,
         ranks=ranks,
+        warnings=tuple(str(w) for w in session.meta.get("warnings", [])),
     )
 
 

@@ -42,6 +42,19 @@ ANALYSES: dict[str, tuple[Analysis, str]] = {
 }
 
 
+# The nsys tables each timeline analysis reads besides the GPU activities: an export without one
+# (readers/nsys_sqlite.py lists it in meta["missing_tables"]) cannot tell absent from unknown.
+TABLES_NEEDED: dict[str, tuple[str, ...]] = {
+    "gpu_idle_gaps": ("kernels",),
+    "no_copy_compute_overlap": ("kernels",),
+    "launch_overhead": ("kernels",),  # gaps between tiny kernels; launch calls only add detail
+    "sync_heavy": ("kernels", "api_calls"),
+    "fusion_candidates": ("kernels",),
+    "layout_conversions": ("kernels",),
+}
+_TABLE_WORDS = {"kernels": "kernel table", "api_calls": "CUDA API table"}
+
+
 def needs_timeline(rules: Sequence[RuleSpec]) -> bool:
     return any(ANALYSES.get(r.analysis, (None, ""))[1] in ("timeline", "ranks") for r in rules)
 
@@ -58,6 +71,13 @@ def _skip_reason(rule: RuleSpec, ctx: ProgramContext) -> str | None:
         return "missing timeline (no nsys data)"
     if needs == "ranks" and ctx.ranks is None:
         return "one process (no distributed run in the timeline)"
+    missing = [
+        t
+        for t in TABLES_NEEDED.get(rule.analysis, ())
+        if t in ctx.session.meta.get("missing_tables", ())
+    ]
+    if missing and not (needs == "launches" and ctx.session.has_kernels()):
+        return "the nsys export has no " + " and no ".join(_TABLE_WORDS[t] for t in missing)
     return None
 
 

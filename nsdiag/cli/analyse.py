@@ -22,6 +22,15 @@ kernel_option = click.option(
     metavar="PATTERN",
     help="only kernels whose name matches this regular expression",
 )
+max_input_option = click.option(
+    "--max-input-mb",
+    "max_input_mb",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="MB",
+    help="largest input accepted, uncompressed (default: $NSDIAG_MAX_INPUT_MB, else 4096 for "
+    "CSV exports and .ncu-rep files, 32768 for nsys SQLite exports)",
+)
 region_option = click.option(
     "--region",
     "region",
@@ -45,12 +54,13 @@ region_option = click.option(
     help="session folder to write (created; existing files in it are kept; one that already "
     "holds a session is refused)",
 )
-def load(inputs: tuple[Path, ...], output: Path) -> None:
+@max_input_option
+def load(inputs: tuple[Path, ...], output: Path, max_input_mb: float | None) -> None:
     """Read profiler outputs into a session folder that later commands can re-read."""
     from nsdiag import load as load_inputs
     from nsdiag.model import store
 
-    session = load_inputs(inputs)
+    session = load_inputs(inputs, max_input_mb=max_input_mb)
     store.save(session, output, replace=False)
     click.echo(f"{len(session.kernels)} kernel launches from {len(inputs)} input(s) -> {output}")
 
@@ -60,13 +70,14 @@ def _diagnose(
     kernel: str | None = None,
     region: str = "auto",
     rule_dirs: tuple[Path, ...] = (),
+    max_input_mb: float | None = None,
 ) -> tuple[Session, Diagnosis]:
     from nsdiag import load as load_inputs
     from nsdiag.analysis.engine import diagnose
     from nsdiag.analysis.filters import keep_kernels
 
     rules = active_rules(rule_dirs).rules  # before reading: a bad rule fails fast
-    session = load_inputs(inputs)
+    session = load_inputs(inputs, max_input_mb=max_input_mb)
     if kernel:
         session = keep_kernels(session, kernel)
     return session, diagnose(session, rules, region=region)
@@ -88,6 +99,7 @@ def _diagnose(
     is_flag=True,
     help="print the diagnosis as one JSON document (schema nsdiag.diagnosis/2)",
 )
+@max_input_option
 def explain(
     inputs: tuple[Path, ...],
     kernel: str | None,
@@ -96,12 +108,13 @@ def explain(
     top: int,
     top_kernels: int,
     as_json: bool,
+    max_input_mb: float | None,
 ) -> None:
     import json
 
     from nsdiag.render.text import render_text
 
-    _, diagnosis = _diagnose(inputs, kernel, region, rule_dirs)
+    _, diagnosis = _diagnose(inputs, kernel, region, rule_dirs, max_input_mb)
     if as_json:
         click.echo(json.dumps(diagnosis.to_json(), indent=1, allow_nan=False))
     else:
@@ -136,6 +149,7 @@ def explain(
     show_default=True,
     help="kernels that get a detailed card (the table lists all)",
 )
+@max_input_option
 def report(
     inputs: tuple[Path, ...],
     output: str,
@@ -144,6 +158,7 @@ def report(
     region: str,
     rule_dirs: tuple[Path, ...],
     cards: int,
+    max_input_mb: float | None,
 ) -> None:
     from nsdiag.render import RenderOptions, format_from_path, render
     from nsdiag.render.output import write_report
@@ -151,7 +166,7 @@ def report(
 
     if output != "-":
         check_target(Path(output))  # before the diagnosis, which may take a while
-    session, diagnosis = _diagnose(inputs, kernel, region, rule_dirs)
+    session, diagnosis = _diagnose(inputs, kernel, region, rule_dirs, max_input_mb)
     fmt = fmt or ("html" if output == "-" else format_from_path(output))
     text = render(diagnosis, session, fmt, RenderOptions(cards=cards))
     if output == "-":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import Any, cast
 
@@ -87,18 +88,7 @@ def _make_folder(directory: Path) -> None:
 
 
 def load(directory: Path) -> Session:
-    try:
-        manifest = json.loads((directory / MANIFEST).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(
-            f"{directory / MANIFEST} is unreadable: {exc}",
-            "re-create the session with nsdiag profile",
-        ) from exc
-    if manifest.get("schema") != SCHEMA:
-        raise InputError(
-            f"{directory} was written by an incompatible nsdiag ({manifest.get('schema')})",
-            f"this nsdiag reads {SCHEMA}",
-        )
+    manifest = _manifest(directory)
     tables = {
         name: _read_table(
             directory / "tables" / f"{name}.csv.gz",
@@ -108,7 +98,48 @@ def load(directory: Path) -> Session:
         for name in TABLES
     }
     tables["kernels"] = _with_new_catalogue_metrics(tables["kernels"], tables["raw"])
-    return Session(**tables, raw_units=manifest.get("raw_units", {}), meta=manifest.get("meta", {}))
+    try:
+        return Session(**tables, raw_units=manifest["raw_units"], meta=manifest["meta"])
+    except ValueError as exc:  # the tables disagree (raw rows against kernel rows)
+        raise InputError(
+            f"{directory} holds inconsistent tables: {exc}",
+            "re-create the session with nsdiag load or nsdiag profile",
+        ) from exc
+
+
+def _manifest(directory: Path) -> dict[str, Any]:
+    """session.json, checked: every field load reads has the type it expects."""
+    path = directory / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(
+            f"{path} is unreadable: {exc}", "re-create the session with nsdiag profile"
+        ) from exc
+    schema = manifest.get("schema") if isinstance(manifest, dict) else None
+    if schema != SCHEMA:
+        raise InputError(
+            f"{directory} was written by an incompatible nsdiag ({schema})",
+            f"this nsdiag reads {SCHEMA}",
+        )
+    manifest.setdefault("raw_units", {})
+    manifest.setdefault("meta", {})
+    fields_ok = (
+        isinstance(manifest.get("columns"), dict)
+        and isinstance(manifest.get("dtypes"), dict)
+        and all(isinstance(manifest["columns"].get(name), list) for name in TABLES)
+        and all(isinstance(manifest["dtypes"].get(name), dict) for name in TABLES)
+        and isinstance(manifest["raw_units"], dict)
+        and isinstance(manifest["meta"], dict)
+        and isinstance(manifest["meta"].get("warnings", []), list)
+    )
+    if not fields_ok:
+        raise InputError(
+            f"{path} is malformed (columns, dtypes, raw_units or meta missing or of the wrong "
+            "type)",
+            "re-create the session with nsdiag load or nsdiag profile",
+        )
+    return cast(dict[str, Any], manifest)
 
 
 def _with_new_catalogue_metrics(kernels: pd.DataFrame, raw: pd.DataFrame) -> pd.DataFrame:
@@ -139,7 +170,7 @@ def _read_table(path: Path, columns: list[str], dtypes: dict[str, str]) -> pd.Da
             low_memory=False,
             **options,
         )
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, zlib.error) as exc:  # gzip cut short or damaged too
         raise InputError(
             f"{path} is unreadable: {exc}", "re-create the session with nsdiag profile"
         ) from exc

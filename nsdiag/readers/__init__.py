@@ -7,6 +7,8 @@ Readers never start a process: a `.nsys-rep` report is read through a SQLite exp
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,31 +16,41 @@ from typing import TYPE_CHECKING
 from nsdiag.errors import InputError
 from nsdiag.model import store
 from nsdiag.model.session import Session
-from nsdiag.readers.merge import merge_sessions
-from nsdiag.readers.text_input import read_text
+from nsdiag.readers import source
+from nsdiag.readers.csv_table import CsvTable, open_table
+from nsdiag.readers.merge import add_warnings, merge_sessions
 
 if TYPE_CHECKING:
     from nsdiag.readers.nsys_rep import SqliteExport
 
 
-def _sniff_csv(path: Path) -> Callable[[Path], Session]:
-    head = read_text(path)[:200_000]
-    from nsdiag.readers import nsys_stats_csv
+_CSV_NAMES = (".csv", ".csv.gz", ".txt", ".txt.gz", ".log")
 
-    if nsys_stats_csv.sniff(head):
-        return nsys_stats_csv.read
-    if '"Section Name"' in head and '"Metric Name"' in head:
+
+def _csv_reader(kind: str) -> Callable[[CsvTable], Session]:
+    if kind == "nsys-stats":
+        from nsdiag.readers import nsys_stats_csv
+
+        return nsys_stats_csv.read_table
+    if kind == "ncu-details":
         from nsdiag.readers import ncu_details_csv
 
-        return ncu_details_csv.read
-    if '"ID",' in head:
-        from nsdiag.readers import ncu_raw_csv
+        return ncu_details_csv.read_table
+    from nsdiag.readers import ncu_raw_csv
 
-        return ncu_raw_csv.read
-    raise InputError(
-        f"{path} is not a CSV export nsdiag knows",
-        "expected ncu --csv --page raw or --page details output, or nsys stats -f csv reports",
-    )
+    return ncu_raw_csv.read_table
+
+
+def _sniff_csv(path: Path) -> Callable[[Path], Session]:
+    """The reader of a CSV export, told by its header (found in a bounded prefix)."""
+    with open_table(path) as table:
+        return sys.modules[_csv_reader(table.kind).__module__].read  # type: ignore[no-any-return]
+
+
+def _read_csv(path: Path) -> Session:
+    """Open a CSV export once: its header picks the reader, which streams the rest."""
+    with open_table(path) as table:
+        return _csv_reader(table.kind)(table)
 
 
 def reader_for(
@@ -46,7 +58,9 @@ def reader_for(
 ) -> Callable[[Path], Session]:
     name = path.name.lower()
     if store.is_session_dir(path):
-        return store.load
+        from nsdiag.readers import session_folder
+
+        return session_folder.read
     if path.is_dir():
         raise InputError(
             f"{path} is a folder but not an nsdiag session (no session.json)",
@@ -54,6 +68,7 @@ def reader_for(
         )
     if not path.exists():
         raise InputError(f"{path} does not exist", "check the path")
+    source.check_file(path, _size_kind(name))
     if name.endswith((".ncu-rep", ".ncu-repz", ".ncu-rep.gz")):
         from nsdiag.readers import ncu_rep
 
@@ -68,7 +83,7 @@ def reader_for(
         if export_nsys_rep is None:
             return nsys_rep.read
         return functools.partial(nsys_rep.read, export=export_nsys_rep)
-    if name.endswith((".csv", ".csv.gz", ".txt", ".txt.gz", ".log")):
+    if name.endswith(_CSV_NAMES):
         return _sniff_csv(path)
     raise InputError(
         f"{path}: unknown input type",
@@ -78,20 +93,64 @@ def reader_for(
 
 
 def load(
-    paths: str | Path | Iterable[str | Path], export_nsys_rep: SqliteExport | None = None
+    paths: str | Path | Iterable[str | Path],
+    export_nsys_rep: SqliteExport | None = None,
+    max_input_mb: float | None = None,
 ) -> Session:
     """Read one or several inputs into one Session. `export_nsys_rep(report, output)` writes a
     `.nsys-rep` report's SQLite export (without it, only reports with a fresh export beside them
-    can be read)."""
+    can be read). `max_input_mb`: the largest input accepted, uncompressed (default: the
+    environment's NSDIAG_MAX_INPUT_MB, else a limit per kind of input, readers/source.py)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     from nsdiag.readers import ranks
 
-    files = [Path(p) for p in paths]
-    sessions = ranks.read_reports([(reader_for(p, export_nsys_rep), p) for p in files])
+    with source.input_limit(max_input_mb):
+        unique, repeated = distinct_inputs([Path(p) for p in paths])
+        read = functools.partial(_read_one, export_nsys_rep=export_nsys_rep)
+        sessions = ranks.read_reports([(read, p) for p in unique])
     if not sessions:
         raise InputError("no input given", "pass a session folder, a .ncu-rep or an ncu CSV export")
     if ranks.is_rank_set(sessions):  # one timeline per rank (or per node) of one run
-        return ranks.merge_rank_reports(sessions, files)
-    sessions = [ranks.assign_ranks(s) if "ranks" not in s.meta else s for s in sessions]
-    return sessions[0] if len(sessions) == 1 else merge_sessions(sessions)
+        merged = ranks.merge_rank_reports(sessions, unique)
+    else:
+        sessions = [ranks.assign_ranks(s) if "ranks" not in s.meta else s for s in sessions]
+        merged = sessions[0] if len(sessions) == 1 else merge_sessions(sessions)
+    if repeated:
+        add_warnings(merged, repeated)
+    return merged
+
+
+def _read_one(path: Path, export_nsys_rep: SqliteExport | None) -> Session:
+    if path.name.lower().endswith(_CSV_NAMES) and not path.is_dir():
+        source.check_file(path)
+        return _read_csv(path)  # opened once: the header picks the reader, which streams on
+    return reader_for(path, export_nsys_rep)(path)
+
+
+def _size_kind(name: str) -> str:
+    """Which size limit applies to an input, by its name."""
+    if name.endswith((".sqlite", ".sqlite.gz", ".nsys-rep")):
+        return "sqlite"
+    return "ncu-rep" if ".ncu-rep" in name else "text"
+
+
+def distinct_inputs(paths: list[Path]) -> tuple[list[Path], list[str]]:
+    """The inputs with each file once (the same file under two names counts once), and a
+    warning for each repeat."""
+    seen: dict[tuple[int, int], Path] = {}
+    unique: list[Path] = []
+    warnings: list[str] = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+            key = (info.st_dev, info.st_ino)
+        except OSError:
+            unique.append(path)  # the reader says what is wrong with it
+            continue
+        if key in seen:
+            warnings.append(f"{path} was given more than once (as {seen[key]}); it is read once")
+            continue
+        seen[key] = path
+        unique.append(path)
+    return unique, warnings

@@ -9,6 +9,7 @@ import pandas as pd
 
 from nsdiag.model.canonical import canonical_metrics, order_columns
 from nsdiag.model.session import RULE_RESULT_COLUMNS, Session, empty_frame
+from nsdiag.readers.validate import numeric_metrics
 
 _DIMS = re.compile(r"-?\d+")
 
@@ -33,9 +34,14 @@ def build_session(
     fmt: str,
     rule_results: pd.DataFrame | None = None,
     extra_canonical: pd.DataFrame | None = None,
+    warnings: list[str] | None = None,
 ) -> Session:
+    """`warnings`: what the reader found wrong in the input; values that cannot be true (an
+    infinite metric, a negative time or size) are left out here, with a warning each."""
     identity = identity.reset_index(drop=True).copy()
-    raw = raw.reset_index(drop=True)
+    labels = identity["ncu_id"].astype(str).tolist() if "ncu_id" in identity else None
+    raw, found = numeric_metrics(raw.reset_index(drop=True), raw_units, source, labels)
+    warnings = [*(warnings or []), *found]
     identity.insert(0, "id", range(len(identity)))
     if "name" not in identity:
         identity["name"] = ""
@@ -44,6 +50,13 @@ def build_session(
     identity["source"] = source
     canonical = canonical_metrics(raw)
     if extra_canonical is not None:
+        extra_canonical, found = numeric_metrics(
+            extra_canonical.reset_index(drop=True),
+            _canonical_units(extra_canonical),
+            source,
+            labels,
+        )
+        warnings += found
         for col in extra_canonical.columns:
             if col not in canonical or canonical[col].isna().all():
                 canonical[col] = extra_canonical[col].reset_index(drop=True).astype("float64")
@@ -57,8 +70,21 @@ def build_session(
         raw=raw,
         raw_units=raw_units,
         rule_results=rule_results if rule_results is not None else empty_frame(RULE_RESULT_COLUMNS),
-        meta={"sources": [{"path": source, "format": fmt}], "device": device_info(kernels, raw)},
+        meta={
+            "sources": [{"path": source, "format": fmt}],
+            "device": device_info(kernels, raw),
+            **({"warnings": warnings} if warnings else {}),
+        },
     )
+
+
+def _canonical_units(frame: pd.DataFrame) -> dict[str, str]:
+    """Catalogue names carry their unit: durations end in _ns, sizes in _bytes."""
+    units = {"_ns": "ns", "_bytes": "byte"}
+    return {
+        str(c): next((u for suffix, u in units.items() if str(c).endswith(suffix)), "")
+        for c in frame.columns
+    }
 
 
 def device_info(kernels: pd.DataFrame, raw: pd.DataFrame) -> dict[str, Any]:

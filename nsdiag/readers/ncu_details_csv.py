@@ -7,7 +7,6 @@ Metric rows carry a section display name and a label ("Duration") or, with
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pandas as pd
@@ -16,9 +15,9 @@ from nsdiag.errors import InputError
 from nsdiag.model.canonical import canonical_from_labels
 from nsdiag.model.session import RULE_RESULT_COLUMNS, Session
 from nsdiag.model.units import parse_unit
+from nsdiag.readers.csv_table import CsvTable, open_table
 from nsdiag.readers.kernel_table import build_session
 from nsdiag.readers.ncu_raw_csv import IDENTITY_HEADERS, NVTX_PREFIXES, innermost_nvtx_range
-from nsdiag.readers.text_input import csv_block, read_text
 
 _RULE_COLUMNS = {
     "Rule Name": "rule",
@@ -30,10 +29,17 @@ _RULE_COLUMNS = {
 
 
 def read(path: Path) -> Session:
-    frame = _launch_rows(path)
+    with open_table(path, expect="ncu-details") as table:
+        return read_table(table)
+
+
+def read_table(table: CsvTable) -> Session:
+    """The Session of an open details-page export (its rows are streamed to pandas once)."""
+    path = table.path
+    frame = _launch_rows(table)
     # ID identifies a launch; keep first-seen order.
     ids = list(dict.fromkeys(frame["ID"]))
-    raw, raw_units, extra = _metrics(frame, ids)
+    raw, raw_units, extra, warnings = _metrics(frame, ids, str(path))
     return build_session(
         _identity(frame, ids),
         raw,
@@ -42,20 +48,19 @@ def read(path: Path) -> Session:
         fmt="ncu-details-csv",
         rule_results=_rule_results(frame, ids),
         extra_canonical=extra,
+        warnings=[*table.warnings, *warnings],
     )
 
 
-def _launch_rows(path: Path) -> pd.DataFrame:
+def _launch_rows(table: CsvTable) -> pd.DataFrame:
     """The export's rows that belong to a launch, as text, after checking the columns."""
-    text = read_text(path)
-    block = csv_block(text, '"ID",', path, "an ncu details CSV export")
-    try:
-        frame = pd.read_csv(io.StringIO(block), dtype=str, keep_default_na=False)
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise InputError(
-            f"{path}: cannot parse the ncu details table ({exc})",
-            "re-export it with ncu --csv --page details",
-        ) from exc
+    path = table.path
+    frame = table.frame(
+        "ncu details table",
+        "re-export it with ncu --csv --page details",
+        dtype=str,
+        keep_default_na=False,
+    )
     needed = {"ID", "Section Name", "Metric Name", "Metric Unit", "Metric Value"}
     if not needed <= set(frame.columns):
         missing = ", ".join(sorted(needed - set(frame.columns)))
@@ -89,14 +94,17 @@ def _identity(frame: pd.DataFrame, ids: list[str]) -> pd.DataFrame:
 
 
 def _metrics(
-    frame: pd.DataFrame, ids: list[str]
-) -> tuple[pd.DataFrame, dict[str, str], pd.DataFrame]:
+    frame: pd.DataFrame, ids: list[str], source: str
+) -> tuple[pd.DataFrame, dict[str, str], pd.DataFrame, list[str]]:
     """Metric values in base units: rows named by ncu metric name as raw metrics (with their
-    units), rows named by label as canonical metrics through the catalogue's label table."""
+    units), rows named by label as canonical metrics through the catalogue's label table; and
+    a warning for values with a unit that are not numbers."""
     metric_rows = frame[frame["Metric Name"] != ""]
-    values = pd.to_numeric(
-        metric_rows["Metric Value"].str.replace(",", "", regex=False), errors="coerce"
+    text = metric_rows["Metric Value"].str.replace(",", "", regex=False).str.strip()
+    values = pd.to_numeric(text, errors="coerce").where(
+        ~text.str.lower().str.lstrip("+-").eq("nan")
     )
+    warnings = _not_numbers(metric_rows, values, source)
     factors = metric_rows["Metric Unit"].map(lambda u: parse_unit(u)[1])
     metric_rows = metric_rows.assign(
         value=values * factors, base_unit=metric_rows["Metric Unit"].map(lambda u: parse_unit(u)[0])
@@ -121,7 +129,25 @@ def _metrics(
         for launch_id, group in labelled.groupby("ID", sort=False)
     }
     extra = pd.DataFrame([per_launch.get(launch_id, {}) for launch_id in ids])
-    return raw, raw_units, extra
+    return raw, raw_units, extra, warnings
+
+
+def _not_numbers(metric_rows: pd.DataFrame, values: pd.Series, source: str) -> list[str]:
+    """A metric value that says it is not a number ('-nan', 'nan'): that value is missing.
+    (Text values are many and legitimate here: chart data, names, 'n/a'.)"""
+    text = metric_rows["Metric Value"].str.strip()
+    bad = values.isna() & text.str.lower().str.lstrip("+-").eq("nan")
+    if not bad.any():
+        return []
+    shown = [
+        f"{r['Section Name']}/{r['Metric Name']} = {r['Metric Value']!r} (ID {r['ID']})"
+        for _, r in metric_rows[bad].head(3).iterrows()
+    ]
+    more = int(bad.sum()) - len(shown)
+    return [
+        f"{source}, column Metric Value: {int(bad.sum())} value(s) are not numbers "
+        f"({'; '.join(shown)}{f' and {more} more' if more > 0 else ''}); they are left out"
+    ]
 
 
 def _rule_results(frame: pd.DataFrame, ids: list[str]) -> pd.DataFrame:

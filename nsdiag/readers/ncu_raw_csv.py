@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import io
 import re
 from pathlib import Path
 
@@ -12,8 +11,9 @@ import pandas as pd
 from nsdiag.errors import InputError
 from nsdiag.model.session import Session
 from nsdiag.model.units import parse_unit
+from nsdiag.readers.csv_table import CsvTable, open_table
 from nsdiag.readers.kernel_table import build_session
-from nsdiag.readers.text_input import csv_block, read_text
+from nsdiag.readers.validate import numeric_metrics
 
 # Header cells of the identity columns (ncu 2023+), mapped to Session identity names.
 IDENTITY_HEADERS = {
@@ -37,35 +37,33 @@ _NVTX_ENTRY = re.compile(r'"([^"]*)"')
 
 
 def read(path: Path) -> Session:
-    text = read_text(path)
-    block = csv_block(text, '"ID",', path, "an ncu raw CSV export")
-    first_newline = block.find("\n")
-    header = next(csv.reader([block[:first_newline]]))
-    if "Section Name" in header:
-        raise InputError(
-            f"{path} is an ncu details-page export, not a raw-page one",
-            "it is read by the details reader; pass it to nsdiag directly",
-        )
-    second = block[first_newline + 1 : block.find("\n", first_newline + 1)]
-    has_units_row = second.startswith('""') or second.startswith(",")
+    with open_table(path, expect="ncu-raw") as table:
+        return read_table(table)
+
+
+def read_table(table: CsvTable) -> Session:
+    """The Session of an open raw-page export (its rows are streamed to pandas once)."""
+    path, header = table.path, table.header
+    second = table.rows.peek()
+    has_units_row = second.startswith(('""', ","))
     units_row = next(csv.reader([second])) if has_units_row else [""] * len(header)
     identity = [h for h in header if h in IDENTITY_HEADERS]
     nvtx_cols = [h for h in header if h.startswith(NVTX_PREFIXES)]
-    try:
-        frame = pd.read_csv(
-            io.StringIO(block),
-            skiprows=[1] if has_units_row else None,
-            thousands=",",
-            na_values=["n/a", "N/A", ""],
-            keep_default_na=False,
-            low_memory=False,
-            dtype=dict.fromkeys(identity + nvtx_cols, str),
-        )
-    except (ValueError, pd.errors.ParserError) as exc:
-        raise InputError(
-            f"{path}: cannot parse the ncu CSV table ({exc})",
-            "re-export it with ncu --csv --page raw",
-        ) from exc
+    frame = table.frame(
+        "ncu CSV table",
+        "re-export it with ncu --csv --page raw",
+        skiprows=[1] if has_units_row else None,
+        thousands=",",
+        na_values=["n/a", "N/A", ""],
+        keep_default_na=False,
+        # Parsed in chunks: the peak stays near the table's size, not twice it. A column whose
+        # chunks parse differently (one '-nan' cell) comes back as text; numeric_metrics
+        # below reads its cells one by one.
+        low_memory=True,
+        dtype=dict.fromkeys(identity + nvtx_cols, str),
+    )
+    if "ID" in frame:  # launches have a numeric ID; a program's output line is not a launch
+        frame = frame[frame["ID"].fillna("").str.strip().str.isdigit()].reset_index(drop=True)
     if frame.empty:
         raise InputError(
             f"{path} has a header but no kernel rows", "profile at least one kernel launch"
@@ -73,13 +71,28 @@ def read(path: Path) -> Session:
     # a units row may be shorter than the header (trailing empty cells): those have no unit
     units = dict(zip(header, units_row, strict=False))
     metric_cols = [c for c in frame.columns if c not in IDENTITY_HEADERS and c not in nvtx_cols]
-    raw, raw_units = _to_base_units(frame[metric_cols], units)
+    ids = frame["ID"].tolist() if "ID" in frame else None
+    # Checked before scaling: a column with one bad cell is text until its cells are numbers.
+    metrics, warnings = numeric_metrics(
+        frame[metric_cols],
+        {c: parse_unit(units.get(c, ""))[0] for c in metric_cols},
+        str(path),
+        ids,
+    )
+    raw, raw_units = _to_base_units(metrics, units)
     ident = frame[identity].rename(columns=IDENTITY_HEADERS).fillna("")
     if nvtx_cols:
         ident["nvtx_range"] = (
             frame[nvtx_cols].fillna("").agg(" ".join, axis=1).map(innermost_nvtx_range)
         )
-    return build_session(ident, raw, raw_units, source=str(path), fmt="ncu-raw-csv")
+    return build_session(
+        ident,
+        raw,
+        raw_units,
+        source=str(path),
+        fmt="ncu-raw-csv",
+        warnings=[*table.warnings, *warnings],
+    )
 
 
 def innermost_nvtx_range(cell: str) -> str:

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import ast
-import gzip
 import re
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +12,7 @@ import pandas as pd
 from nsdiag.errors import InputError, MissingDependencyError
 from nsdiag.model.session import RULE_RESULT_COLUMNS, Session
 from nsdiag.model.units import parse_unit
+from nsdiag.readers import source
 from nsdiag.readers.kernel_table import build_session
 
 # The CSV export prints OK messages as INF; use its words so every input reads the same.
@@ -36,26 +34,34 @@ def _import_ncu_report() -> Any:
 
 def read(path: Path) -> Session:
     ncu_report = _import_ncu_report()
-    if path.name.endswith(".gz"):
-        with tempfile.TemporaryDirectory() as tmp:
-            plain = Path(tmp) / path.name[: -len(".gz")]
-            with gzip.open(path) as src, plain.open("wb") as dst:
-                shutil.copyfileobj(src, dst)
-            session = _read(plain, ncu_report)
-        session.meta["sources"] = [{"path": str(path), "format": "ncu-rep"}]
-        session.kernels["source"] = str(path)
-        return session
-    return _read(path, ncu_report)
+    # gzipped reports (told by their first bytes) are decompressed first, bounded
+    with source.plain_file(path, "ncu-rep", "report.ncu-rep") as plain:
+        session = _read(plain, ncu_report, path)
+    session.meta["sources"] = [{"path": str(path), "format": "ncu-rep"}]
+    session.kernels["source"] = str(path)
+    return session
 
 
-def _read(path: Path, ncu_report: Any) -> Session:
+def _read(path: Path, ncu_report: Any, shown: Path) -> Session:
+    """`path` read, errors naming `shown` (the file the user gave)."""
     try:
         context = ncu_report.load_report(str(path))
     except Exception as exc:  # the SWIG layer raises plain Exceptions
         raise InputError(
-            f"cannot open {path} as an Nsight Compute report: {exc}",
+            f"cannot open {shown} as an Nsight Compute report: {exc}",
             "check that it is a .ncu-rep file",
         ) from exc
+    try:
+        return _session(context, shown, ncu_report)
+    except (AttributeError, TypeError, ValueError, KeyError, RuntimeError) as exc:
+        # a damaged report can load and then fail on a launch's records
+        raise InputError(
+            f"{shown} is a damaged Nsight Compute report ({type(exc).__name__}: {exc})",
+            "copy or export the report again",
+        ) from exc
+
+
+def _session(context: Any, path: Path, ncu_report: Any) -> Session:
     identity_rows: list[dict[str, Any]] = []
     raw_rows: list[dict[str, Any]] = []
     raw_units: dict[str, str] = {}
@@ -67,6 +73,11 @@ def _read(path: Path, ncu_report: Any) -> Session:
             launch = len(identity_rows)
             identity_rows.append(_identity(action, ncu_report, launch))
             raw_rows.append(_metrics(action, raw_units))
+            if not raw_rows[-1]:  # ncu writes every launch whole: none means the file was cut
+                raise InputError(
+                    f"{path} is truncated or damaged: launch {launch} has no metrics",
+                    "copy or export the report again",
+                )
             rules.extend(_rules(action, launch))
     if not identity_rows:
         raise InputError(

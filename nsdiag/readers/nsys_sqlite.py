@@ -7,14 +7,9 @@ query per table and no per-row Python. Every table is optional: a missing one is
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import itertools
 import re
-import shutil
 import sqlite3
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +19,8 @@ import pandas as pd
 from nsdiag.errors import InputError
 from nsdiag.model.intervals import enclosing
 from nsdiag.model.session import API_COLUMNS, NVTX_COLUMNS, TIMELINE_COLUMNS, Session, empty_frame
+from nsdiag.readers import source as input_source
+from nsdiag.readers.validate import intervals
 
 # Fallbacks for exports without the ENUM_* tables (values from CUPTI's headers, stable for years).
 MEMCPY_KINDS = {
@@ -93,37 +90,17 @@ _ACTIVITY_COLUMNS = (
 Schema = dict[str, dict[str, bool]]  # table -> {column: declared NOT NULL}
 
 
-@contextlib.contextmanager
-def _database_file(path: Path) -> Iterator[Path]:
-    """The path to an uncompressed database: `.gz` exports go to a temporary file first."""
-    with path.open("rb") as handle:
-        gzipped = handle.read(2) == b"\x1f\x8b"
-    if not gzipped:
-        yield path
-        return
-    with tempfile.TemporaryDirectory(prefix="nsdiag-") as tmp:
-        target = Path(tmp) / "export.sqlite"
-        try:
-            with gzip.open(path, "rb") as src, target.open("wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-        except (OSError, EOFError) as exc:
-            raise InputError(
-                f"{path} looks gzipped but cannot be decompressed", "re-export the file"
-            ) from exc
-        yield target
-
-
 def read(path: Path) -> Session:
-    if not path.is_file():
-        raise InputError(f"{path} does not exist", "check the path")
-    with _database_file(path) as db_path:
+    # `.gz` exports (told by their first bytes) are decompressed to a file first, bounded
+    with input_source.plain_file(path, "sqlite", "export.sqlite") as db_path:
         try:
             con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
         except sqlite3.Error as exc:
             raise InputError(f"cannot open {path}: {exc}", "pass an nsys SQLite export") from exc
         try:
             return read_connection(con, source=str(path))
-        except (sqlite3.DatabaseError, ValueError) as exc:  # not SQLite, or text where ids belong
+        except (sqlite3.DatabaseError, ValueError, OverflowError) as exc:
+            # not SQLite, a truncated or damaged file, or text where ids belong
             raise InputError(
                 f"{path} is not a readable SQLite database: {exc}",
                 "export it with: nsys export --type sqlite report.nsys-rep",
@@ -143,17 +120,44 @@ def read_connection(con: sqlite3.Connection, source: str = "") -> Session:
             "export the report with: nsys export --type sqlite report.nsys-rep",
         )
     strings = _strings(con, schema)
-    api = _api_calls(con, schema, strings)
-    nvtx = _nvtx(con, schema, strings)
-    timeline = _activities(con, schema, strings)
+    where = source or "database"
+    api, warnings = intervals(_api_calls(con, schema, strings), "CUDA API calls", where)
+    nvtx, found = intervals(_nvtx(con, schema, strings), "NVTX ranges", where)
+    timeline, more = intervals(_activities(con, schema, strings), "GPU activities", where)
     timeline = _attribute(timeline, api, nvtx)
     api = api.assign(nvtx_range=_range_names(nvtx, api["thread_key"], api["start_ns"]))
+    meta = _meta(con, schema, source)
+    missing, missing_warnings = _missing_tables(schema, where)
+    if missing:
+        meta["missing_tables"] = missing
+    if warnings := [*missing_warnings, *warnings, *found, *more]:
+        meta["warnings"] = warnings
     return Session(
         timeline=timeline,
         api_calls=api.drop(columns=["thread_key"]).reset_index(drop=True),
         nvtx_ranges=nvtx.drop(columns=["thread_key"]).reset_index(drop=True),
-        meta=_meta(con, schema, source),
+        meta=meta,
     )
+
+
+# What a timeline analysis cannot do without: a table nsys writes whenever CUDA is traced.
+CORE_TABLES = {
+    "kernels": ("CUPTI_ACTIVITY_KIND_KERNEL",),
+    "api_calls": ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_DRIVER"),
+}
+
+
+def _missing_tables(schema: Schema, source: str) -> tuple[list[str], list[str]]:
+    """Which of the timeline's core tables the export lacks ('kernels', 'api_calls'), and a
+    warning for each: without it, what it would hold is unknown, not absent."""
+    missing = [what for what, tables in CORE_TABLES.items() if not any(t in schema for t in tables)]
+    words = {
+        "kernels": "no kernel table (CUPTI_ACTIVITY_KIND_KERNEL): no kernel ran, or CUDA "
+        "kernels were not traced; GPU idle time, overlap and launch analyses are skipped",
+        "api_calls": "no CUDA API table (CUPTI_ACTIVITY_KIND_RUNTIME): the host's CUDA calls "
+        "are unknown; the synchronisation analysis is skipped",
+    }
+    return missing, [f"{source} has {words[what]}" for what in missing]
 
 
 # ---------------------------------------------------------------- generic SQL helpers

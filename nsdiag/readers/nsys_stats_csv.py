@@ -9,7 +9,6 @@ meta["nsys_<report>"], in base units, for the renderers.
 
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,8 @@ import pandas as pd
 
 from nsdiag.errors import InputError
 from nsdiag.model.session import TIMELINE_COLUMNS, Session, empty_frame
-from nsdiag.readers.text_input import read_text
+from nsdiag.readers.csv_table import CsvTable, open_table
+from nsdiag.readers.validate import intervals
 
 _UNIT = re.compile(r"^(?P<name>.*?)\s*\((?P<unit>[^()]*)\)$")
 _SCALE = {
@@ -72,26 +72,28 @@ def sniff(text: str) -> bool:
 
 
 def read(path: Path) -> Session:
-    text = read_text(path)
-    lines = text.splitlines()
-    header = next((i for i, line in enumerate(lines[:30]) if report_kind(line)), None)
-    if header is None:
-        raise InputError(
-            f"{path} is not an nsys stats CSV report",
-            "export with: nsys stats -r cuda_gpu_trace -f csv -o PREFIX report.nsys-rep",
-        )
-    report = report_kind(lines[header])
-    try:
-        frame = pd.read_csv(io.StringIO("\n".join(lines[header:])), skip_blank_lines=True)
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise InputError(f"{path}: malformed {report} CSV: {exc}", "re-export the report") from exc
+    with open_table(path, expect="nsys-stats") as table:
+        return read_table(table)
+
+
+def read_table(table: CsvTable) -> Session:
+    """The Session of an open nsys stats report (its rows are streamed to pandas once)."""
+    path = table.path
+    report = report_kind(table.header_line)
+    frame = table.frame(f"{report} CSV", "re-export the report", skip_blank_lines=True)
     meta: dict[str, Any] = {"sources": [{"path": str(path), "format": f"nsys-stats-{report}"}]}
     if report != "cuda_gpu_trace":
         meta[f"nsys_{report}"] = _summary(frame)
+        if table.warnings:
+            meta["warnings"] = table.warnings
         return Session(meta=meta)
     timeline, device_name = _trace(frame, path)
+    timeline, warnings = intervals(timeline, "GPU activities", str(path))
+    timeline = timeline.astype(dict.fromkeys(("start_ns", "end_ns", "duration_ns"), "int64"))
     if device_name:
         meta["device"] = {"name": device_name}
+    if table.warnings or warnings:
+        meta["warnings"] = [*table.warnings, *warnings]
     return Session(timeline=timeline, meta=meta)
 
 
@@ -134,8 +136,9 @@ def _trace(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str]:
     if not len(t):
         return empty_frame(TIMELINE_COLUMNS), ""
     name = t["name"].astype("object").fillna("").astype(str)
-    start = pd.to_numeric(t["start_ns"], errors="coerce").fillna(0).round().astype("int64")
-    duration = pd.to_numeric(t["duration_ns"], errors="coerce").fillna(0).round().astype("int64")
+    # A start or duration that is not a number makes the interval invalid; `intervals` drops it.
+    start = pd.to_numeric(t["start_ns"], errors="coerce").round()
+    duration = pd.to_numeric(t["duration_ns"], errors="coerce").round()
     kind = np.select(
         [name.str.startswith("[CUDA memcpy"), name.str.startswith("[CUDA memset")],
         ["memcpy", "memset"],
@@ -148,7 +151,9 @@ def _trace(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str]:
             "start_ns": start,
             "end_ns": start + duration,
             "duration_ns": duration,
-            "device": devices.str.extract(_DEVICE, expand=False).fillna(0).astype("int64"),
+            "device": _int_column(
+                pd.DataFrame({"d": devices.str.extract(_DEVICE, expand=False)}), "d"
+            ).clip(lower=0),
             "context": _int_column(t, "ctx"),
             "stream": _int_column(t, "strm"),
             "name": name,
@@ -170,9 +175,16 @@ def _trace(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str]:
     )
 
 
+def _whole_numbers(values: pd.Series) -> pd.Series:
+    """The cells that are whole numbers an int64 holds, as floats; NaN elsewhere."""
+    numbers = pd.to_numeric(values, errors="coerce").astype("float64")
+    ok = np.isfinite(numbers) & (numbers == numbers.round()) & (numbers.abs() < 2**62)
+    return numbers.where(ok)
+
+
 def _int_column(t: pd.DataFrame, column: str) -> pd.Series:
     return (
-        pd.to_numeric(t[column], errors="coerce").fillna(-1).astype("int64")
+        _whole_numbers(t[column]).fillna(-1).astype("int64")
         if column in t
         else pd.Series(-1, index=t.index, dtype="int64")
     )
@@ -208,7 +220,9 @@ def _dims(t: pd.DataFrame, prefix: str) -> pd.Series:
     axes = [f"{prefix}{a}" for a in "xyz"]
     if not all(a in t for a in axes):
         return pd.Series(np.nan, index=t.index, dtype="object")
-    parts = [pd.to_numeric(t[a], errors="coerce") for a in axes]
+    parts = [_whole_numbers(t[a]) for a in axes]
+    known = parts[0].notna() & parts[1].notna() & parts[2].notna()
+    parts = [p.where(known) for p in parts]
     text = (
         "("
         + parts[0].astype("Int64").astype(str)

@@ -358,6 +358,7 @@ def context(
             "sm_count": device.get("sm_count"),
         },
         "meta": _meta_items(diagnosis),
+        "warnings": list(diagnosis.warnings),
         "sources": [
             str(s.get("path", s)) if isinstance(s, dict) else str(s)
             for s in diagnosis.meta.get("sources", [])

@@ -83,6 +83,8 @@ def render_markdown(diagnosis: Diagnosis, options: RenderOptions | None = None) 
         "launches "
         f"({len(diagnosis.kernels):,} signatures).",
         "",
+        *[f"> **Warning:** {escape(w)}" for w in diagnosis.warnings],
+        *([""] if diagnosis.warnings else []),
     ]
     region = fmt.region_line(diagnosis)
     if region:

@@ -67,6 +67,8 @@ def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
         file=buffer, width=WIDTH, force_terminal=False, color_system=None, highlight=False
     )
     _header(console, diagnosis)
+    for warning in diagnosis.warnings:
+        console.print(Text(f"warning: {warning}", style="bold red"))
     _region(console, diagnosis)
     _ranked(console, diagnosis)
     _ranks(console, diagnosis)

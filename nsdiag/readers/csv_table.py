@@ -1,0 +1,205 @@
+"""The CSV table inside a profiler's text export: its header found in a bounded prefix, its rows
+streamed to pandas without holding the file's text.
+
+ncu prints ==PROF== and ==WARNING== lines and the program's own output around its table (and,
+with --print-details all, free-form section tables inside it). A row of the table starts with a
+quote (ncu quotes every cell), a digit (the same export re-saved with minimal quoting, or an
+nsys stats report) or a comma (ncu's units row); other lines are skipped. A last line without
+its end of line and with fewer cells than the header is a row cut off mid-way: it is dropped
+with a warning.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from nsdiag.errors import InputError
+from nsdiag.readers import source
+
+HEADER_SCAN_CHARS = 16 * source.MB  # how far into a file its header may start
+MAX_LINE_CHARS = 16 * source.MB  # a 2,200-metric raw header is ~150 kB; no real line nears this
+EXPECTED_HEADERS = (
+    'an ncu --csv export\'s header starts with "ID" (--page raw or --page details); an nsys '
+    "stats -f csv report's names its columns (cuda_gpu_trace: Start (ns), Duration (ns), "
+    "CorrId, ..., Name)"
+)
+_ROW_STARTS = ('"', ",", *"0123456789")
+
+
+def header_kind(line: str) -> str | None:
+    """'ncu-raw', 'ncu-details', 'nsys-stats' for a header line nsdiag reads, else None."""
+    from nsdiag.readers.nsys_stats_csv import report_kind
+
+    if report_kind(line):
+        return "nsys-stats"
+    if not line.startswith(('"ID",', "ID,")):
+        return None
+    cells = set(_cells(line))
+    return "ncu-details" if {"Section Name", "Metric Name"} <= cells else "ncu-raw"
+
+
+def _cells(line: str) -> list[str]:
+    return next(csv.reader([line]), [])
+
+
+class _Rows:
+    """A file-like object pandas reads the table from: the header line, then the rows."""
+
+    def __init__(self, text: io.TextIOBase, path: Path, header: str, line_no: int) -> None:
+        self._text, self._path = text, path
+        self._pending: list[str] = [header]
+        self._fields = len(_cells(header))
+        self.line_no = line_no  # of the last line read, 1-based
+        self.skipped = 0  # lines that are not rows (console messages, section tables)
+        self.cut_row: int | None = None  # line number of a row cut off at the end of the file
+
+    def _line(self) -> str:
+        line = self._text.readline(MAX_LINE_CHARS)
+        if len(line) >= MAX_LINE_CHARS and not line.endswith("\n"):
+            raise InputError(
+                f"{self._path}: line {self.line_no + 1} is longer than "
+                f"{MAX_LINE_CHARS // source.MB} MB, which no profiler export has",
+                "check that this is the profiler's CSV export",
+            )
+        if line:
+            self.line_no += 1
+        return line
+
+    def _next_row(self) -> str | None:
+        while True:
+            line = self._line()
+            if not line:
+                return None
+            if not line.endswith(("\n", "\r")):
+                if line.count('"') % 2 or len(_cells(line)) < self._fields:
+                    self.cut_row = self.line_no
+                    continue
+                line += "\n"
+            if line.startswith(_ROW_STARTS):
+                return line
+            if line.strip():
+                self.skipped += 1
+
+    def peek(self) -> str:
+        """The first row after the header ('' when there is none), left to be read."""
+        if len(self._pending) < 2:
+            row = self._next_row()
+            self._pending.append(row if row is not None else "")
+        return self._pending[1]
+
+    def read(self, size: int = -1) -> str:
+        out, n = [line for line in self._pending if line], 0
+        self._pending = []
+        n = sum(map(len, out))
+        while size < 0 or n < size:
+            row = self._next_row()
+            if row is None:
+                break
+            out.append(row)
+            n += len(row)
+        return "".join(out)
+
+    def __iter__(self) -> _Rows:
+        return self
+
+    def __next__(self) -> str:
+        text = self.read(1)
+        if not text:
+            raise StopIteration
+        return text
+
+
+@dataclass
+class CsvTable:
+    """An open CSV export: its kind, header cells and rows (read them once, with `frame`)."""
+
+    path: Path
+    kind: str  # ncu-raw, ncu-details or nsys-stats
+    header_line: str
+    rows: _Rows
+    text: io.TextIOBase
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def header(self) -> list[str]:
+        return _cells(self.header_line)
+
+    def frame(self, what: str, hint: str, **options: Any) -> pd.DataFrame:
+        """The table as a DataFrame (`pandas.read_csv` `options`); a malformed table is an
+        InputError naming the file; a cut-off last row becomes a warning."""
+        try:
+            with warnings.catch_warnings():
+                # mixed types in a column are the readers' business (readers/validate.py)
+                warnings.simplefilter("ignore", pd.errors.DtypeWarning)
+                frame: pd.DataFrame = pd.read_csv(self.rows, **options)  # type: ignore[call-overload]
+        except (ValueError, pd.errors.ParserError, UnicodeError, OverflowError) as exc:
+            raise InputError(
+                f"{self.path}: cannot parse the {what} ({str(exc).strip().splitlines()[0]})",
+                hint,
+            ) from exc
+        finally:
+            self.close()
+        if self.rows.cut_row is not None:
+            self.warnings.append(
+                f"{self.path} ends in the middle of a row (line {self.rows.cut_row}): "
+                "the file was cut off; that row is left out"
+            )
+        return frame
+
+    def close(self) -> None:
+        self.text.close()
+
+    def __enter__(self) -> CsvTable:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_table(path: Path, expect: str | None = None) -> CsvTable:
+    """Open a CSV export and find its header within its first HEADER_SCAN_CHARS characters."""
+    text = source.open_text(path)
+    try:
+        scanned, line_no = 0, 0
+        first = ""
+        while scanned < HEADER_SCAN_CHARS:
+            line = text.readline(MAX_LINE_CHARS)
+            if not line:
+                break
+            line_no += 1
+            scanned += len(line)
+            first = first or line.strip()
+            kind = header_kind(line)
+            if kind is not None:
+                if not line.endswith(("\n", "\r")):
+                    line += "\n"
+                table = CsvTable(path, kind, line, _Rows(text, path, line, line_no), text)
+                if expect is not None and kind != expect:
+                    raise InputError(
+                        f"{path} is an {_NAMES[kind]}, not an {_NAMES[expect]}",
+                        "pass it to nsdiag as it is: the right reader is picked for it",
+                    )
+                return table
+    except BaseException:
+        text.close()
+        raise
+    text.close()
+    seen = f"its first line is {first[:80]!r}" if first else "it is empty"
+    raise InputError(
+        f"{path} is not a CSV export nsdiag knows: no header line found ({seen})",
+        f"{EXPECTED_HEADERS}",
+    )
+
+
+_NAMES = {
+    "ncu-raw": "ncu raw-page CSV export",
+    "ncu-details": "ncu details-page CSV export",
+    "nsys-stats": "nsys stats CSV report",
+}
