@@ -145,6 +145,14 @@ def gzip_bomb_of_zeros(tmp: Path) -> list[str]:
     return [str(path)]
 
 
+def gzip_one_huge_field(tmp: Path) -> list[str]:
+    """'"ID",' and then a single field of 200 MB of '0' (no newline) in 200 KB of gzip: the
+    header scan must bound the line and not hand it to the csv module whole."""
+    path = tmp / "field.csv.gz"
+    path.write_bytes(gzip.compress(b'"ID",' + b"0" * (200 << 20), 9))
+    return [str(path)]
+
+
 def gzip_bomb_of_rows(tmp: Path) -> list[str]:
     """The reference export's header and units row, then its first launch row repeated until it
     inflates past 64 MB (the limit the case sets)."""
@@ -450,6 +458,7 @@ CASES: tuple[Case, ...] = (
         Refused("device", isolated=True),
     ),
     Case("gzip bomb of zeros", gzip_bomb_of_zeros, Refused("MB", isolated=True)),
+    Case("one 200 MB field", gzip_one_huge_field, Refused("no header line", isolated=True)),
     Case(
         "gzip bomb of rows",
         gzip_bomb_of_rows,

@@ -328,3 +328,20 @@ def test_json_follows_the_schema(diagnoses: dict[str, object]) -> None:
     schema = json.loads((Path(__file__).parents[1] / "docs/diagnosis.schema.json").read_text())
     for diagnosis in diagnoses.values():
         jsonschema.validate(json.loads(json.dumps(diagnosis.to_json())), schema)  # type: ignore[attr-defined]
+
+
+def test_profile_under_torchrun_end_to_end_session() -> None:
+    """`nsdiag profile -- python3 -m torch.distributed.run ... --straggler-rank 1` on the H200
+    pair (tests/data/multi_gpu/verify): both ranks in the timeline, ncu ran inside rank 0's
+    worker only (its kernels carry metrics), and the first finding names rank 1."""
+    root = DATA / "verify" / "ddp_straggler"
+    session = nsdiag.load(root)
+    status = json.loads((root / "status.json").read_text())
+    assert status["complete"] and status["rank"]["rank"] == 0
+    assert {r["rank"] for r in session.meta["ranks"]} == {0, 1}
+    assert len(session.kernels) >= 50  # rank 0's computation kernels, profiled
+    assert not session.kernels["name"].astype(str).str.startswith("nccl").any()
+    diagnosis = diagnose(session)
+    first = diagnosis.top_findings(1)[0][1]
+    assert first.cause == "rank-imbalance" and first.message.startswith("Rank 1 (device 1")
+    assert 12e6 <= first.saved_ns / diagnosis.iterations <= 20e6

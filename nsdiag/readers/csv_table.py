@@ -42,11 +42,16 @@ def header_kind(line: str) -> str | None:
     if not line.startswith(('"ID",', "ID,")):
         return None
     cells = set(_cells(line))
+    if len(cells) < 2:
+        return None  # a line the csv module cannot split (a field over its limit) is no header
     return "ncu-details" if {"Section Name", "Metric Name"} <= cells else "ncu-raw"
 
 
 def _cells(line: str) -> list[str]:
-    return next(csv.reader([line]), [])
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:  # a field over the csv module's limit: not a line nsdiag reads
+        return []
 
 
 class _Rows:
