@@ -209,6 +209,7 @@ def load_ncu_report(raw_csv: Path, details_csv: Path | None) -> Session:
     """Kernels and metrics from the raw page; ncu's rule results from the details page of the same
     report (same launches in the same order), so a launch is never counted twice."""
     from nsdiag import load
+    from nsdiag.readers.merge import same_launches
 
     session = load(raw_csv)
     if details_csv is None or not details_csv.is_file():
@@ -217,14 +218,7 @@ def load_ncu_report(raw_csv: Path, details_csv: Path | None) -> Session:
         details = load(details_csv)
     except NsdiagError:
         return session
-    same = (
-        len(details.kernels) == len(session.kernels)
-        and "ncu_id" in details.kernels
-        and "ncu_id" in session.kernels
-        and details.kernels["ncu_id"].astype(str).tolist()
-        == session.kernels["ncu_id"].astype(str).tolist()
-    )
-    if same:
+    if same_launches(session, details):
         session.rule_results = details.rule_results
     return session
 

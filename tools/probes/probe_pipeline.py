@@ -14,17 +14,21 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from bench_reference_kernels import time_host
+
 from reference_kernels.algebra import chunk_bounds
 from reference_kernels.variants import _pipeline_streams, load_extension, make_inputs, stream_split
 
 
 def cuda_ms(fn, iters: int) -> float:
+    """CUDA-event median as the recorded probe logs measured it: unlike the benchmark's
+    time_cuda, no spin kernel first, so the host's time to enqueue the work can count too."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -36,19 +40,6 @@ def cuda_ms(fn, iters: int) -> float:
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
-    return statistics.median(times)
-
-
-def host_ms(fn, iters: int) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        t = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t) * 1e3)
     return statistics.median(times)
 
 
@@ -108,7 +99,7 @@ def main() -> None:
     for chunks in (4, 8, 16, 24, 32, 48, 64):
         ms = cuda_ms(lambda c=chunks: pipeline(c), args.iters)
         result[f"events_{chunks}_over_bound"] = ms / bound
-        ms = host_ms(lambda c=chunks: stream_split(h_in, params, out=h_out, chunks=c), args.iters)
+        ms = time_host(lambda c=chunks: stream_split(h_in, params, out=h_out, chunks=c), args.iters)
         result[f"split_{chunks}_ms"] = ms
         result[f"split_{chunks}_over_bound"] = ms / bound
     print("PIPELINE_PROBE " + json.dumps(result), flush=True)

@@ -115,9 +115,8 @@ def build(label: str, sources: tuple[str, ...], session: Session, diagnosis: Dia
         starts = np.array([i.start_ns for i in iterations], dtype="int64")
         ends = np.array([i.end_ns for i in iterations], dtype="int64")
         when = launch_times(launches) if len(launches) else np.zeros(0, dtype="int64")
-        which = np.searchsorted(starts, when, side="right") - 1
-        which = np.where((which >= 0) & (when < ends[np.clip(which, 0, None)]), which, -1)
-        walls = _iteration_times(iterations, inside)
+        which = _iteration_of(when, starts, ends)
+        walls = _iteration_times(iterations, starts, ends, inside)
         basis = "iterations"
     else:
         which = np.zeros(len(launches), dtype="int64")
@@ -130,7 +129,15 @@ def build(label: str, sources: tuple[str, ...], session: Session, diagnosis: Dia
     )  # fmt: skip
 
 
-def _iteration_times(iterations: Sequence[Iteration], inside: pd.DataFrame) -> tuple[float, ...]:
+def _iteration_of(when: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The iteration each launch time falls in (-1: none), iterations sorted by start."""
+    which = np.searchsorted(starts, when, side="right") - 1
+    return np.where((which >= 0) & (when < ends[np.clip(which, 0, None)]), which, -1)
+
+
+def _iteration_times(
+    iterations: Sequence[Iteration], starts: np.ndarray, ends: np.ndarray, inside: pd.DataFrame
+) -> tuple[float, ...]:
     """Each iteration's time: its host window, or, in a loop that runs ahead of the GPU, the
     time between the GPU finishing the work of the iteration before and of this one. Such a
     loop queues work faster than it runs: its host windows measure the launches, the gaps
@@ -140,12 +147,9 @@ def _iteration_times(iterations: Sequence[Iteration], inside: pd.DataFrame) -> t
     hosts = np.array([float(i.wall_ns) for i in iterations])
     if not len(inside) or "end_ns" not in inside:
         return tuple(hosts)
-    starts = np.array([i.start_ns for i in iterations], dtype="int64")
-    ends = np.array([i.end_ns for i in iterations], dtype="int64")
-    when = launch_times(inside)
     done = pd.to_numeric(inside["end_ns"], errors="coerce").to_numpy("float64")
-    which = np.searchsorted(starts, when, side="right") - 1
-    valid = (which >= 0) & (when < ends[np.clip(which, 0, None)]) & np.isfinite(done)
+    which = _iteration_of(launch_times(inside), starts, ends)
+    valid = (which >= 0) & np.isfinite(done)
     finished = ends.astype("float64")  # an iteration with no GPU work ends with its window
     np.maximum.at(finished, which[valid], done[valid])
     finished = np.maximum.accumulate(finished)
