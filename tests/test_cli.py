@@ -120,9 +120,7 @@ def test_cli_dry_run_reference_kernels() -> None:
     assert result.exit_code == 0, result.output
     out = result.output
     # auto: phase 1 records the whole run; phase 2 starts at cudaProfilerStart if it sees one
-    assert (
-        "nsys profile -t cuda,nvtx,osrt --cpuctxsw none -s none --cuda-graph-trace node -f" in out
-    )
+    assert "nsys profile -t cuda,nvtx --cpuctxsw none -s none --cuda-graph-trace node -f" in out
     assert "--capture-range" not in out and "run_all.py --profile-region" in out
     assert "adds --profile-from-start off when phase 1 sees the program call" in out
     assert (

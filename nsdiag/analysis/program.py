@@ -14,7 +14,11 @@ from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Finding, Skipped
 from nsdiag.analysis.fusion import fusion_candidates
 from nsdiag.analysis.layout import layout_conversions
-from nsdiag.analysis.rank_findings import exposed_communication, rank_imbalance
+from nsdiag.analysis.rank_findings import (
+    exposed_communication,
+    rank_imbalance,
+    unexplained_lateness,
+)
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.analysis.timeline import (
     gpu_idle_gaps,
@@ -39,6 +43,12 @@ ANALYSES: dict[str, tuple[Analysis, str]] = {
     "launch_overhead": (launch_overhead, "timeline"),
     "rank_imbalance": (rank_imbalance, "ranks"),
     "exposed_communication": (exposed_communication, "ranks"),
+}
+
+# Analyses that hold back a finding whose size qualifies when its evidence does not, and say why
+# (listed with the skipped rules: never dropped silently).
+HELD_BACK: dict[str, Callable[[RuleSpec, ProgramContext], str | None]] = {
+    "rank_imbalance": unexplained_lateness,
 }
 
 
@@ -78,7 +88,8 @@ def _skip_reason(rule: RuleSpec, ctx: ProgramContext) -> str | None:
     ]
     if missing and not (needs == "launches" and ctx.session.has_kernels()):
         return "the nsys export has no " + " and no ".join(_TABLE_WORDS[t] for t in missing)
-    return None
+    held_back = HELD_BACK.get(rule.analysis)
+    return held_back(rule, ctx) if held_back is not None else None
 
 
 def program_findings(

@@ -111,12 +111,16 @@ PROGRAM_VALUES: dict[str, dict[str, str]] = {
         "to compute, mean over them, ms.",
         "wait_pct": "That wait, % of the step.",
         "step_ms": "The step's wall time, ms.",
-        "late_cause": "Text: whether the late rank's GPU computes more than the others' or sits "
-        "idle longer (its host is late), with the difference per step.",
-        "late_ranges": "Text: ' It spends longer than the others in NVTX range 'load_batch' "
-        "(12.00 ms more per step).' when a range explains it, else empty.",
+        "last_at": "The collectives the late rank reached last.",
+        "collectives": "The collectives in the analysed region.",
+        "late_cause": "Text: what on the late rank accounts for its lateness: its host stalls "
+        "(no CUDA call for 1 ms or more), its GPU computes more, with the difference per step, "
+        "then late_ranges.",
+        "late_ranges": "Text: 'It spends longer than the others in NVTX range 'load_batch' "
+        "(12.00 ms more per step).' when a range is longer by a quarter of the delay or more, "
+        "else empty.",
         "saved_ms": "What arriving with the others would save per step: the smallest wait of "
-        "the waiting ranks, ms.",
+        "the waiting ranks less the late rank's own wait, ms.",
     },
     "exposed_communication": {
         "transfer_ms": "Collective transfer time per step (communication kernels minus waits "

@@ -2,9 +2,12 @@
 breakdown of analysis/ranks.py (ProgramContext.ranks).
 
 rank-imbalance: the late rank (the one whose arrivals at collectives come after every other
-rank's) makes the others wait inside communication kernels with nothing to compute; the time
-they lose is their exposed wait per step, the saving the smallest of it over the waiting ranks
-(the step can shorten only as far as the next-latest rank lets it).
+rank's, collective after collective) makes the others wait inside communication kernels with
+nothing to compute; the time they lose is their exposed wait per step, the saving the smallest
+of it over the waiting ranks less the late rank's own wait (the step can shorten only as far as
+the next-latest rank lets it). It is reported only when something on the late rank explains its
+lateness (analysis/lateness.py); a wait as large that nothing explains is held back with the
+reason (unexplained_lateness), since the profiler's own overhead makes one.
 
 exposed-communication: collective transfers (communication minus the waits) that run while the
 GPU computes nothing, on ranks whose transfers are mostly not overlapped with computation (a
@@ -21,26 +24,21 @@ import pandas as pd
 
 from nsdiag.analysis.context import ProgramContext
 from nsdiag.analysis.diagnosis import Evidence, Finding, share_of
+from nsdiag.analysis.lateness import EXPLAINED, Lateness
 from nsdiag.analysis.program_values import program_text
-from nsdiag.analysis.ranks import RankAnalysis, RankStep
+from nsdiag.analysis.ranks import CONSISTENT_SHARE, RankAnalysis, RankStep
 from nsdiag.analysis.rulespec import RuleSpec
 from nsdiag.model.ranks import is_communication, rank_of
 
 
 def rank_imbalance(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     ranks = ctx.ranks
-    if ranks is None or ranks.late_rank is None:
+    found = _imbalance(rule, ranks)
+    if ranks is None or found is None or found[0].cause is None:
         return []
-    late = ranks.step(ranks.late_rank)
-    others = ranks.others(ranks.late_rank)
-    if late is None or not others:
-        return []
+    lateness, late, others, saved_step = found
     waits = np.array([s.wait_ns for s in others])
-    saved_step = float(waits.min())
     step = late.wall_ns
-    min_impact = float(rule.params.get("min_impact", 0.2))
-    if step <= 0 or saved_step / step < min_impact:
-        return []
     values: dict[str, Any] = {
         "late_rank": late.rank.rank,
         "late_device": late.rank.device,
@@ -49,16 +47,75 @@ def rank_imbalance(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         "wait_ms": float(waits.mean()) / 1e6,
         "wait_pct": 100 * float(waits.mean()) / step,
         "step_ms": step / 1e6,
-        "late_cause": _late_cause(late, others),
-        "late_ranges": _late_ranges(ctx, ranks, late),
+        "last_at": lateness.last_at,
+        "collectives": lateness.collectives,
+        "late_cause": _late_cause(lateness),
+        "late_ranges": _late_ranges(lateness),
         "saved_ms": saved_step / 1e6,
     }
     evidence = (
         Evidence("wait_per_step_ns", float(waits.mean())),
-        Evidence("wait_share_of_step", saved_step / step, ">=", min_impact),
+        Evidence("net_wait_share_of_step", saved_step / step, ">=", _min_impact(rule)),
+        Evidence("late_share_of_delays", lateness.share, ">=", CONSISTENT_SHARE),
+        Evidence("explained_share_of_delay", lateness.explained, ">=", EXPLAINED),
         Evidence("late_rank", float(late.rank.rank)),
     )
     return [_finding(rule, ctx, values, evidence, saved_step * ranks.iterations, ranks)]
+
+
+def unexplained_lateness(rule: RuleSpec, ctx: ProgramContext) -> str | None:
+    """Why rank-imbalance holds back a wait that is large enough: no rank is late consistently,
+    or nothing on the late rank accounts for its lateness (lateness.py: its host is slower
+    throughout, as uneven profiler overhead or a busier CPU makes it). None when it does not."""
+    found = _imbalance(rule, ctx.ranks)
+    if found is None:
+        return None
+    lateness, late, others, _ = found
+    rank = late.rank.rank
+    waiting = _rank_list([s.rank.rank for s in others])
+    lost = f"{waiting} wait {float(np.mean([s.wait_ns for s in others])) / 1e6:.2f} ms per step"
+    if lateness.share < CONSISTENT_SHARE:
+        return (
+            f"no rank is late consistently: rank {rank}, the latest, arrives last at "
+            f"{lateness.last_at} of {lateness.collectives} collectives and causes "
+            f"{100 * lateness.share:.0f}% of the waits ({lost}); the others cause the rest"
+        )
+    if lateness.cause is not None:
+        return None
+    return (
+        f"rank {rank} arrives last at {lateness.last_at} of {lateness.collectives} collectives "
+        f"({lost}), but nothing on it explains it: host stalls of 1 ms or more "
+        f"{_ms(lateness.stall_ns)} ms per step more than the others, GPU computation "
+        f"{_ms(lateness.extra_compute_ns)} ms, no NVTX range longer; its host runs the same "
+        "work slower throughout the step, as a busier CPU core or the profiler's uneven "
+        "overhead makes it (compare the ranks' step times without the profiler)"
+    )
+
+
+def _imbalance(
+    rule: RuleSpec, ranks: RankAnalysis | None
+) -> tuple[Lateness, RankStep, list[RankStep], float] | None:
+    """The late rank's lateness, its step, the others' steps and the saving per step, when the
+    others lose enough to it: their wait less its own (a rank late only some of the time waits
+    for the others the rest of it)."""
+    if ranks is None or ranks.lateness is None:
+        return None
+    late = ranks.step(ranks.lateness.rank)
+    others = ranks.others(ranks.lateness.rank)
+    if late is None or not others or late.wall_ns <= 0:
+        return None
+    saved_step = max(min(s.wait_ns for s in others) - late.wait_ns, 0.0)
+    if saved_step / late.wall_ns < _min_impact(rule):
+        return None
+    return ranks.lateness, late, others, saved_step
+
+
+def _min_impact(rule: RuleSpec) -> float:
+    return float(rule.params.get("min_impact", 0.2))
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.2f}"
 
 
 def exposed_communication(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
@@ -136,46 +193,31 @@ def _rank_list(numbers: Sequence[int]) -> str:
     return ("rank " if len(ordered) == 1 else "ranks ") + text
 
 
-def _late_cause(late: RankStep, others: Sequence[RankStep]) -> str:
-    """Whether the late rank's GPU computes more than the others' or sits idle longer."""
-    extra_compute = late.compute_ns - float(np.median([s.compute_ns for s in others]))
-    extra_idle = late.idle_ns - float(np.median([s.idle_ns for s in others]))
-    if extra_compute >= extra_idle and extra_compute > 0:
-        return (
-            f"Its GPU computes {extra_compute / 1e6:.2f} ms more per step than the others': "
-            "extra work on this rank, or a slower GPU."
+def _late_cause(lateness: Lateness) -> str:
+    """What on the late rank accounts for its lateness: each cause that explains half of it or
+    more (lateness.py), then the NVTX ranges it spends longer in."""
+    parts = []
+    if lateness.stall_ns >= EXPLAINED * lateness.delay_ns:
+        parts.append(
+            f"Its host stalls {_ms(lateness.stall_ns)} ms per step longer than the others' with "
+            f"no CUDA call on the threads that launch its kernels (the longest stall "
+            f"{_ms(lateness.largest_stall_ns)} ms): it is late giving its GPU work (data "
+            "loading, preprocessing, Python work)."
         )
-    return (
-        f"Its GPU sits idle {extra_idle / 1e6:.2f} ms more per step than the others': its host "
-        "is late giving it work (data loading, preprocessing, Python work)."
-    )
+    if lateness.extra_compute_ns >= EXPLAINED * lateness.delay_ns:
+        parts.append(
+            f"Its GPU computes {_ms(lateness.extra_compute_ns)} ms more per step than the "
+            "others': extra work on this rank, or a slower GPU."
+        )
+    ranges = _late_ranges(lateness)
+    return " ".join(parts + ([ranges] if ranges else []))
 
 
-def _late_ranges(ctx: ProgramContext, ranks: RankAnalysis, late: RankStep) -> str:
-    """NVTX ranges the late rank spends much more time in than the median other rank."""
-    nvtx = ctx.session.nvtx_ranges
-    if not len(nvtx) or "rank" not in nvtx:
+def _late_ranges(lateness: Lateness) -> str:
+    if not lateness.ranges:
         return ""
-    frame = pd.DataFrame(
-        {
-            "rank": rank_of(nvtx),
-            "name": nvtx["name"].astype(str).to_numpy(),
-            "ns": pd.to_numeric(nvtx["duration_ns"], errors="coerce")
-            .fillna(0)
-            .to_numpy(dtype="float64"),
-        }
-    )
-    table = frame.groupby(["name", "rank"])["ns"].sum().unstack().fillna(0.0)
-    if late.rank.rank not in table.columns:
-        return ""
-    others = table.drop(columns=[late.rank.rank])
-    extra = (table[late.rank.rank] - others.median(axis=1)) / ranks.iterations
-    wait = float(np.median([s.wait_ns for s in ranks.others(late.rank.rank)]))
-    found = extra[extra >= 0.25 * wait].sort_values(ascending=False)
-    if found.empty:
-        return ""
-    shown = ", ".join(f"'{n}' ({v / 1e6:.2f} ms more per step)" for n, v in found.head(3).items())
-    return f" It spends longer than the others in NVTX range {shown}."
+    shown = ", ".join(f"'{n}' ({_ms(v)} ms more per step)" for n, v in lateness.ranges)
+    return f"It spends longer than the others in NVTX range {shown}."
 
 
 def _collective_kinds(ctx: ProgramContext) -> str:

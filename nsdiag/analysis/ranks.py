@@ -12,8 +12,12 @@ step by their collectives):
   rank has started its kernel, so a rank that started earlier waits for the latest one. Wait is
   part of the exposed communication; the rest of it is transfer (`exposed - wait`).
 Figures are per iteration (the region's iterations; the region's wall time when it has none).
-The late rank is the one whose late arrivals delay the others most: its delay at a collective is
-the time between the latest other rank's start and its own.
+A rank's delay at a collective it reaches last is the time between the latest other rank's
+start and its own. The late rank (the straggler) is the one whose delays are at least
+CONSISTENT_SHARE of all ranks' delays: it is last at collective after collective. When the last
+arrival changes hands (each rank's host a little late in turn) no rank is the straggler; what
+the one that delays the others most does more than they do is in `lateness`
+(analysis/lateness.py) either way.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from nsdiag.analysis.lateness import Lateness, host_stalls, longer_ranges
 from nsdiag.model.intervals import union_ns
 from nsdiag.model.ranks import Rank, is_communication, rank_of, session_ranks
 from nsdiag.model.region import Region, Window
 from nsdiag.model.session import Session
 
 FloatArray = npt.NDArray[np.float64]
+CONSISTENT_SHARE = 0.75  # of all delays, caused by one rank: it is the straggler
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,8 @@ class RankAnalysis:
     steps: tuple[RankStep, ...]  # by rank
     iterations: int  # what the per-iteration figures divide by (1: the whole region)
     collectives: int  # matched collectives in the region (each counted once)
-    late_rank: int | None  # the rank that delays the others most, when one does
+    late_rank: int | None  # the straggler: the rank causing CONSISTENT_SHARE of the delays
+    lateness: Lateness | None = None  # what the rank that delays most does more than the others
 
     def step(self, rank: int) -> RankStep | None:
         return next((s for s in self.steps if s.rank.rank == rank), None)
@@ -83,6 +90,7 @@ class RankAnalysis:
             "iterations": self.iterations,
             "collectives": self.collectives,
             "late_rank": self.late_rank,
+            **({"lateness": self.lateness.to_json()} if self.lateness is not None else {}),
             "ranks": [s.to_json() for s in self.steps],
         }
 
@@ -97,7 +105,7 @@ def analyse_ranks(session: Session, region: Region | None) -> RankAnalysis | Non
     iterations = max(len(region.iterations), 1) if region is not None else 1
     gpu = timeline[timeline["kind"].isin(("kernel", "memcpy", "memset"))]
     comm = is_communication(gpu["name"]) & (gpu["kind"] == "kernel").to_numpy()
-    waits, delays, collectives = _collective_waits(gpu[comm], windows)
+    waits, delays, lasts, collectives = _collective_waits(gpu[comm], windows)
     wall = float(sum(e - s for s, e in windows))
     rows = _rows_by_rank(rank_of(gpu))
     wait_rows = _rows_by_rank(waits["rank"].to_numpy("int64"))
@@ -122,13 +130,52 @@ def analyse_ranks(session: Session, region: Region | None) -> RankAnalysis | Non
                 delays.get(rank.rank, 0.0) / iterations,
             )
         )
-    late = max(steps, key=lambda s: s.delay_caused_ns)
-    late_rank = late.rank.rank if late.delay_caused_ns > 0 else None
+    worst = max(steps, key=lambda s: s.delay_caused_ns)
+    caused = sum(s.delay_caused_ns for s in steps)
+    lateness = (
+        _lateness(session, windows, iterations, worst, steps, lasts, collectives, caused)
+        if worst.delay_caused_ns > 0
+        else None
+    )
+    consistent = lateness is not None and lateness.share >= CONSISTENT_SHARE
+    late_rank = worst.rank.rank if consistent else None
     steps = [
         s if s.rank.rank != late_rank else _marked(s)
         for s in sorted(steps, key=lambda s: s.rank.rank)
     ]
-    return RankAnalysis(tuple(steps), iterations, collectives, late_rank)
+    return RankAnalysis(tuple(steps), iterations, collectives, late_rank, lateness)
+
+
+def _lateness(
+    session: Session,
+    windows: tuple[Window, ...],
+    iterations: int,
+    late: RankStep,
+    steps: list[RankStep],
+    lasts: dict[int, int],
+    collectives: int,
+    caused: float,
+) -> Lateness:
+    others = [s for s in steps if s is not late]
+    stalls = host_stalls(session.api_calls, windows)
+    stall, longest = stalls.get(late.rank.rank, (0.0, 0.0))
+    others_stall = float(np.median([stalls.get(s.rank.rank, (0.0, 0.0))[0] for s in others]))
+    delay = late.delay_caused_ns
+    return Lateness(
+        rank=late.rank.rank,
+        delay_ns=delay,
+        last_at=lasts.get(late.rank.rank, 0),
+        collectives=collectives,
+        share=late.delay_caused_ns / caused if caused > 0 else 0.0,
+        stall_ns=(stall - others_stall) / iterations,
+        largest_stall_ns=longest,
+        others_stall_ns=others_stall / iterations,
+        extra_compute_ns=late.compute_ns - float(np.median([s.compute_ns for s in others])),
+        extra_idle_ns=late.idle_ns - float(np.median([s.idle_ns for s in others])),
+        ranges=longer_ranges(
+            session.nvtx_ranges, windows, late.rank.rank, iterations, 0.25 * delay, late.wall_ns
+        ),
+    )
 
 
 def _marked(step: RankStep) -> RankStep:
@@ -177,14 +224,14 @@ def _clipped(acts: pd.DataFrame, windows: tuple[Window, ...]) -> tuple[FloatArra
 
 def _collective_waits(
     comm: pd.DataFrame, windows: tuple[Window, ...]
-) -> tuple[pd.DataFrame, dict[int, float], int]:
+) -> tuple[pd.DataFrame, dict[int, float], dict[int, int], int]:
     """The waits inside collectives (rank, start_ns, end_ns: from a rank's kernel start to the
-    latest rank's, within its kernel), the delay each rank caused as the last to arrive, and how
-    many collectives start in the windows. The k-th launch of a kernel name on each rank is one
-    collective."""
+    latest rank's, within its kernel), the delay each rank caused as the last to arrive and at
+    how many collectives it did, and how many collectives start in the windows. The k-th launch
+    of a kernel name on each rank is one collective."""
     none = pd.DataFrame({"rank": [], "start_ns": [], "end_ns": []})
     if not len(comm):
-        return none, {}, 0
+        return none, {}, {}, 0
     frame = pd.DataFrame(
         {
             "rank": rank_of(comm),
@@ -203,7 +250,7 @@ def _collective_waits(
         inside |= (first >= w_start) & (first < w_end)
     starts, ends = starts[shared], ends[shared]
     if not len(starts):
-        return none, {}, 0
+        return none, {}, {}, 0
     ready = starts.max(axis=1)
     wait_end = np.minimum(ends.to_numpy(), ready.to_numpy()[:, None])
     rows = np.nonzero(np.nan_to_num(wait_end - starts.to_numpy(), nan=0.0) > 0)
@@ -214,16 +261,16 @@ def _collective_waits(
             "end_ns": wait_end[rows],
         }
     )
-    delay = _delays(starts[inside[shared]])
-    caused = dict(
-        zip(delay.index.to_numpy("int64").tolist(), delay.to_numpy().tolist(), strict=True)
-    )
-    return waits, caused, int(inside[shared].sum())
+    delay, last_at = _delays(starts[inside[shared]])
+    ranks = starts.columns.to_numpy("int64").tolist()
+    caused = dict(zip(ranks, delay.tolist(), strict=True))
+    lasts = dict(zip(ranks, last_at.tolist(), strict=True))
+    return waits, caused, lasts, int(inside[shared].sum())
 
 
-def _delays(starts: pd.DataFrame) -> pd.Series:
-    """Per rank, summed over collectives: how long after every other rank it arrived (0 where
-    it was not the last)."""
+def _delays(starts: pd.DataFrame) -> tuple[FloatArray, npt.NDArray[np.int64]]:
+    """Per rank (the frame's columns), summed over collectives: how long after every other rank
+    it arrived (0 where it was not the last), and at how many collectives it arrived last."""
     values = starts.to_numpy("float64")
     filled = np.where(np.isnan(values), -np.inf, values)
     last = np.argmax(filled, axis=1)
@@ -231,7 +278,8 @@ def _delays(starts: pd.DataFrame) -> pd.Series:
     gap = ordered[:, -1] - ordered[:, -2]
     gap = np.where(np.isfinite(gap), gap, 0.0)
     caused = np.bincount(last, weights=gap, minlength=values.shape[1])
-    return pd.Series(caused, index=starts.columns)
+    count = np.bincount(last[gap > 0], minlength=values.shape[1])
+    return caused.astype("float64"), count.astype("int64")
 
 
 DETAILED_RANKS = 4  # ranks the per-rank program analyses (fusion, idle gaps, ...) look at

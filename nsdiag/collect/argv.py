@@ -142,15 +142,18 @@ def _ncu_run(
 def nsys_profile(
     nsys: str | Path, output: str | Path, program: Sequence[str], *, profile_from_start: bool = True
 ) -> list[str]:
-    """Phase 1: the timeline. CUDA, NVTX and OS-runtime traces, no CPU sampling or context
-    switches (cheap); CUDA-graph kernels one by one so that they can be planned like any other.
+    """Phase 1: the timeline. CUDA and NVTX traces only: no CPU sampling or context switches,
+    and no OS-runtime trace, which nsdiag does not read and which cost lm_train 15% of its step
+    against 5% without it (tools/probes/probe_nsys_overhead.sh on the H200, 2026-11-30: 18.6 ms
+    plain, 21.3 ms with osrt, 19.7 ms without); CUDA-graph kernels one by one so that they can be
+    planned like any other.
     With profile_from_start off, only the cudaProfilerStart/Stop region is captured and the
     program then runs to its end (`stop`, not the default `stop-shutdown`, which kills it)."""
     argv = [
         str(nsys),
         "profile",
         "-t",
-        "cuda,nvtx,osrt",
+        "cuda,nvtx",
         "--cpuctxsw",
         "none",
         "-s",

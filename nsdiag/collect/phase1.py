@@ -16,7 +16,7 @@ from nsdiag.collect.run_state import RunState
 from nsdiag.errors import InputError, NsdiagError, ProfilerError
 from nsdiag.model.launches import kernel_launches
 from nsdiag.model.names import function_name
-from nsdiag.model.ranks import is_communication, rank_of, session_ranks
+from nsdiag.model.ranks import is_communication, overlaps_communication, rank_of, session_ranks
 from nsdiag.model.region import Region, choose_region, launch_times, profiler_windows, within
 from nsdiag.model.session import Session
 
@@ -104,7 +104,9 @@ def one_rank(state: RunState, session: Session) -> pd.DataFrame:
         f"{len(ranks)} ranks: phase 2 profiles rank {chosen.rank}'s kernels on GPU "
         f"{chosen.device} (ncu --devices {chosen.device}; NCCL kernels left out)"
     )
-    rows: pd.DataFrame = timeline[mine]
+    # whether each ran beside a collective, decided before the collectives are left out
+    marked = timeline.assign(contended=overlaps_communication(timeline))
+    rows: pd.DataFrame = marked[mine]
     return rows
 
 

@@ -3,18 +3,23 @@ what profiled kernels are matched back to (model/matching.py).
 
 A signature is a kernel name + grid + block, ranked by total GPU time. Launches of one signature
 whose durations fall in separate groups (a GEMM kernel reused for several K) are kept apart as
-duration groups, each planned on its own. Pure: DataFrame in, frozen records out.
+duration groups, each planned on its own. Launches slowed by a communication kernel beside them
+(`contended`: a data-parallel backward pass beside its all-reduce) did the same work and join
+the nearest group their uncontended twins form. Pure: DataFrame in, frozen records out.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from nsdiag.model.names import function_name
+from nsdiag.model.ranks import overlaps_communication
 
 # Launches of one signature more than this far apart in duration did different work (cuBLAS and
 # nvjet reuse a GEMM kernel and grid for different K): each group gets its own profiled launch.
@@ -43,8 +48,12 @@ class Signature:
 
 
 def kernel_launches(timeline: pd.DataFrame) -> pd.DataFrame:
-    """Kernel rows in launch order with `function` (nsys short name, else parsed) and
-    `filter_name` (the mangled name where every launch has one, else `function`) columns."""
+    """Kernel rows in launch order with `function` (nsys short name, else parsed),
+    `filter_name` (the mangled name where every launch has one, else `function`) and
+    `contended` (it ran beside a communication kernel: model/ranks.overlaps_communication; kept
+    when the caller set it before leaving the communication kernels out) columns."""
+    if "contended" not in timeline:
+        timeline = timeline.assign(contended=overlaps_communication(timeline))
     k = timeline[timeline["kind"] == "kernel"] if "kind" in timeline else timeline
     k = k.copy()
     for column in ("grid", "block"):
@@ -79,13 +88,34 @@ def name_base(launches: pd.DataFrame) -> str:
     )
 
 
-def duration_groups(durations: Sequence[float], ratio: float = VARIANT_RATIO) -> list[int]:
+def duration_groups(
+    durations: Sequence[float],
+    ratio: float = VARIANT_RATIO,
+    contended: Sequence[bool] | None = None,
+) -> list[int]:
     """Each launch's group when launches of one name, grid and block did different amounts of
     work (a GEMM kernel reused for several K): sorted durations split where one is more than
-    `ratio` times the one before. 0 is the shortest group."""
-    order = sorted({float(d) for d in durations})
+    `ratio` times the one before. 0 is the shortest group. Contended launches (slowed by a
+    communication kernel beside them) take no part in the split and join the group whose median
+    is nearest on a log scale, when any launch ran uncontended."""
+    slowed = list(contended) if contended is not None else [False] * len(durations)
+    clean = [float(d) for d, c in zip(durations, slowed, strict=True) if not c]
+    basis = clean or [float(d) for d in durations]
+    order = sorted(set(basis))
     cuts = [b for a, b in itertools.pairwise(order) if a > 0 and b / a > ratio]
-    return [sum(d >= c for c in cuts) for d in durations]
+    labels = [sum(d >= c for c in cuts) for d in durations]
+    if not clean or len(clean) == len(labels):
+        return labels
+    medians = [
+        statistics.median([d for d in clean if sum(d >= c for c in cuts) == g])
+        for g in range(len(cuts) + 1)
+    ]
+    return [
+        min(range(len(medians)), key=lambda g: abs(math.log(max(d, 1.0) / max(medians[g], 1.0))))
+        if c
+        else label
+        for d, c, label in zip(durations, slowed, labels, strict=True)
+    ]
 
 
 def signatures(launches: pd.DataFrame) -> list[Signature]:
@@ -107,7 +137,10 @@ def signatures(launches: pd.DataFrame) -> list[Signature]:
     for (_, name, grid, block), group in keyed.groupby(
         ["filter_name", "name", "grid", "block"], sort=False
     ):
-        labels = duration_groups(group["duration_ns"].tolist())
+        labels = duration_groups(
+            group["duration_ns"].tolist(),
+            contended=group["contended"].astype(bool).tolist() if "contended" in group else None,
+        )
         count = max(labels) + 1
         for variant, part in group.groupby(pd.Series(labels, index=group.index), sort=True):
             ns = float(part["duration_ns"].sum())

@@ -87,3 +87,37 @@ def rank_of(frame: pd.DataFrame) -> npt.NDArray[np.int64]:
     if "rank" not in frame:
         return np.zeros(len(frame), dtype="int64")
     return pd.to_numeric(frame["rank"], errors="coerce").fillna(-1).to_numpy(dtype="int64")
+
+
+def overlaps_communication(timeline: pd.DataFrame) -> BoolArray:
+    """Per row: a computation kernel that ran while a communication kernel ran on its GPU (same
+    rank and device). Such launches are slower than alone (on the H200 pair, DDP's backward
+    GEMMs took 1.85x as long beside NCCL's all-reduce, whose kernel holds SMs), and ncu replays
+    them alone: phase 2's duration groups leave them out (model/launches.py)."""
+    out = np.zeros(len(timeline), dtype=bool)
+    if not len(timeline) or "name" not in timeline:
+        return out
+    kind = timeline["kind"].astype(str).to_numpy() if "kind" in timeline else None
+    kernel = kind == "kernel" if kind is not None else np.ones(len(timeline), dtype=bool)
+    comm = is_communication(timeline["name"].astype(str)) & kernel
+    if not comm.any():
+        return out
+    device = (
+        pd.to_numeric(timeline["device"], errors="coerce").fillna(-1).to_numpy("int64")
+        if "device" in timeline
+        else np.zeros(len(timeline), dtype="int64")
+    )
+    gpu = rank_of(timeline) * (1 << 20) + device
+    starts = timeline["start_ns"].to_numpy("float64")
+    ends = timeline["end_ns"].to_numpy("float64")
+    for key in np.unique(gpu[comm]):
+        mine = gpu == key
+        c = comm & mine
+        order = np.argsort(starts[c], kind="stable")
+        c_starts, c_reach = starts[c][order], np.maximum.accumulate(ends[c][order])
+        rows = np.flatnonzero(mine & kernel & ~comm)
+        before = np.searchsorted(c_starts, ends[rows], side="left") - 1
+        hit = before >= 0
+        hit[hit] = c_reach[before[hit]] > starts[rows][hit]
+        out[rows] = hit
+    return out

@@ -5,6 +5,7 @@ late rank (the straggler) marked."""
 from __future__ import annotations
 
 from nsdiag.analysis.diagnosis import Diagnosis
+from nsdiag.analysis.ranks import RankAnalysis
 from nsdiag.render import fmt
 
 HEADERS = (
@@ -27,15 +28,33 @@ def caption(diagnosis: Diagnosis) -> str:
     if ranks is None:
         return ""
     per = "per iteration" if ranks.iterations > 1 else "over the analysed region"
-    late = (
-        f"; rank {ranks.late_rank} reaches the collectives last (straggler)"
-        if ranks.late_rank is not None
-        else ""
-    )
     return (
         f"{len(ranks.steps)} ranks, times {per}: exposed = communication while the GPU "
-        f"computes nothing, waiting = the part of it spent waiting for a late rank{late}"
+        f"computes nothing, waiting = the part of it spent waiting for a late rank"
+        f"{_lateness(ranks)}"
     )
+
+
+_CAUSES = {
+    "host-stall": "its host stalls",
+    "extra-gpu-work": "its GPU computes more",
+    "nvtx-range": "it spends longer in an NVTX range",
+}
+
+
+def _lateness(ranks: RankAnalysis) -> str:
+    late = ranks.lateness
+    if late is None:
+        return ""
+    arrives = f"arrives last at {late.last_at} of {late.collectives} collectives"
+    if ranks.late_rank is None:
+        return f"; no rank is late consistently (the latest {arrives})"
+    if late.cause is None:
+        return (
+            f"; rank {ranks.late_rank} {arrives} (straggler), with nothing on it to explain "
+            "it: its host runs the same work slower throughout"
+        )
+    return f"; rank {ranks.late_rank} {arrives} (straggler: {_CAUSES[late.cause]})"
 
 
 def rows(diagnosis: Diagnosis) -> list[list[str]]:
