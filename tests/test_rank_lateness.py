@@ -130,5 +130,6 @@ def test_host_stalls_are_gaps_on_the_launching_threads() -> None:
     total, longest = found[0]
     assert total == pytest.approx(5 * ms - 5e3) and longest == total
     assert found[1] == (pytest.approx(2 * ms - 5e3), pytest.approx(2 * ms - 5e3))
+    assert host_stalls(_calls(rows), ((0, 9 * ms), (20 * ms, 40 * ms)), only=[1]) == {1: found[1]}
     assert STALL_NS == 1e6
     assert host_stalls(_calls([]), ((0, 1),)) == {}

@@ -18,6 +18,7 @@ as 12.4 ms per step of host stalls on the late rank.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ from nsdiag.model.ranks import rank_of
 from nsdiag.model.region import Window
 
 STALL_NS = 1_000_000.0  # a host gap this long on the launching threads is a stall, not overhead
+SAMPLED_OTHERS = 15  # other ranks whose stalls give the median (evenly spaced; 256 ranks: 16 read)
 EXPLAINED = 0.5  # a cause that accounts for half the lateness or more explains it
 
 
@@ -84,13 +86,16 @@ class Lateness:
 
 
 def host_stalls(
-    api_calls: pd.DataFrame, windows: tuple[Window, ...]
+    api_calls: pd.DataFrame, windows: tuple[Window, ...], only: Sequence[int] | None = None
 ) -> dict[int, tuple[float, float]]:
-    """Per rank: (total, longest) host stall in the windows, ns. A stall is a gap of STALL_NS or
-    more between the CUDA calls of the threads that launch kernels (other threads, such as
-    NCCL's watchdog polling its events, would cut a stall into pieces)."""
+    """Per rank (of `only`, else every one): (total, longest) host stall in the windows, ns. A
+    stall is a gap of STALL_NS or more between the CUDA calls of the threads that launch kernels
+    (other threads, such as NCCL's watchdog polling its events, would cut a stall into
+    pieces)."""
     if not len(api_calls) or "thread_id" not in api_calls or not windows:
         return {}
+    if only is not None:
+        api_calls = api_calls[np.isin(rank_of(api_calls), list(only))]
     ranks = rank_of(api_calls)
     thread = ranks * (1 << 32) + api_calls["thread_id"].to_numpy("int64")
     launches = api_calls["name"].astype(str).str.contains("Launch", regex=False).to_numpy()

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from nsdiag.analysis.lateness import Lateness, host_stalls, longer_ranges
+from nsdiag.analysis.lateness import SAMPLED_OTHERS, Lateness, host_stalls, longer_ranges
 from nsdiag.model.intervals import union_ns
 from nsdiag.model.ranks import Rank, is_communication, rank_of, session_ranks
 from nsdiag.model.region import Region, Window
@@ -157,9 +157,12 @@ def _lateness(
     caused: float,
 ) -> Lateness:
     others = [s for s in steps if s is not late]
-    stalls = host_stalls(session.api_calls, windows)
+    sample = others[:: max(len(others) // SAMPLED_OTHERS, 1)][:SAMPLED_OTHERS]
+    stalls = host_stalls(
+        session.api_calls, windows, [late.rank.rank, *(s.rank.rank for s in sample)]
+    )
     stall, longest = stalls.get(late.rank.rank, (0.0, 0.0))
-    others_stall = float(np.median([stalls.get(s.rank.rank, (0.0, 0.0))[0] for s in others]))
+    others_stall = float(np.median([stalls.get(s.rank.rank, (0.0, 0.0))[0] for s in sample]))
     delay = late.delay_caused_ns
     return Lateness(
         rank=late.rank.rank,
