@@ -24,12 +24,7 @@ set -u
 PART=${1:?part A or B}
 OUT=${OUT:?set by the device tool}
 BUDGET=${BUDGET:-560}
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
-# No NVLink multicast on the lent machines (GPU-NOTES.md), in every program started here.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-mkdir -p /tmp/dw && for f in .devdeps/*.deb; do dpkg -x "$f" /tmp/dw; done
-export LD_LIBRARY_PATH=/tmp/dw/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-NSYS=/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys
+. tools/device_env.sh  # PYTHONPATH, no NVLink multicast, libdw for nsys, NSYS
 R=/tmp/rec-$PART; mkdir -p "$R"
 T0=$(date +%s)
 P=benchmarks/programs

@@ -106,12 +106,13 @@ def duration_groups(
     labels = [sum(d >= c for c in cuts) for d in durations]
     if not clean or len(clean) == len(labels):
         return labels
-    medians = [
-        statistics.median([d for d in clean if sum(d >= c for c in cuts) == g])
-        for g in range(len(cuts) + 1)
-    ]
+    members: dict[int, list[float]] = {}
+    for d, c, label in zip(durations, slowed, labels, strict=True):
+        if not c:
+            members.setdefault(label, []).append(float(d))
+    medians = {g: statistics.median(v) for g, v in members.items()}
     return [
-        min(range(len(medians)), key=lambda g: abs(math.log(max(d, 1.0) / max(medians[g], 1.0))))
+        min(medians, key=lambda g: abs(math.log(max(d, 1.0) / max(medians[g], 1.0))))
         if c
         else label
         for d, c, label in zip(durations, slowed, labels, strict=True)
