@@ -7,8 +7,8 @@ from pathlib import Path
 
 from nsdiag.errors import NsdiagError
 from nsdiag.model.session import Session
+from nsdiag.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["NsdiagError", "Session", "__version__", "load"]
 
 

@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 
 import nsdiag
+from nsdiag.analysis.region.choose import Region
 from nsdiag.collect import argv as cmd
 from nsdiag.collect import rounds
 from nsdiag.collect.phase1 import mark_region
 from nsdiag.collect.plan import Plan, plan_launches
 from nsdiag.model.launches import kernel_launches
-from nsdiag.model.region import Region
 from tests.conftest import DATA
 
 

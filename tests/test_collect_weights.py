@@ -36,7 +36,7 @@ def test_timeline_weights_give_profiled_launches_their_real_share() -> None:
 
 
 def test_duration_groups_are_planned_matched_and_weighted() -> None:
-    from nsdiag.analysis.signatures import aggregate
+    from nsdiag.analysis.kernel.signatures import aggregate
     from nsdiag.collect.weights import coverage, timeline_weights
 
     # one GEMM kernel and grid doing two amounts of work (10 ns and 30 ns launches, alternating)

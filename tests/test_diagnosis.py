@@ -131,7 +131,7 @@ def test_nsdiag_leads_with_the_roof_where_ncu_leads_with_idle_pipes(data_dir: Pa
 def test_a_limiter_decided_within_five_points_of_the_threshold_is_called_close(
     dram: float, l2: float, limiter: str, close: bool
 ) -> None:
-    from nsdiag.analysis.verdict import classify
+    from nsdiag.analysis.kernel.verdict import classify
 
     v = classify(
         {
@@ -149,7 +149,7 @@ def test_a_limiter_decided_within_five_points_of_the_threshold_is_called_close(
 
 
 def test_a_bound_near_the_threshold_is_called_close_but_a_small_grid_alone_is_not() -> None:
-    from nsdiag.analysis.verdict import classify
+    from nsdiag.analysis.kernel.verdict import classify
 
     near = classify(
         {

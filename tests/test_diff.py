@@ -20,9 +20,9 @@ from nsdiag.analysis.filters import keep_nvtx_range
 from nsdiag.errors import InputError
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.names import normalized
-from nsdiag.render.diff_html import render_diff_html
-from nsdiag.render.diff_markdown import render_diff_markdown
-from nsdiag.render.diff_text import render_diff_text
+from nsdiag.render.diff.html import render_diff_html
+from nsdiag.render.diff.markdown import render_diff_markdown
+from nsdiag.render.diff.text import render_diff_text
 from tests.conftest import DATA, load_benchmark
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/diff.schema.json").read_text())

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from nsdiag.analysis.expr import ExpressionError, parse
+from nsdiag.analysis.rules.expr import ExpressionError, parse
 
 numbers = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
 

@@ -1,5 +1,5 @@
-"""Why the late rank is late (analysis/lateness.py) and when rank-imbalance holds back: on the
-two-GPU DDP recordings (tests/data/multi_gpu), balanced runs whose ranks drift apart under the
+"""Why the late rank is late (analysis/program/lateness.py) and when rank-imbalance holds back: on
+the two-GPU DDP recordings (tests/data/multi_gpu), balanced runs whose ranks drift apart under the
 profiler are not diagnosed as imbalanced; deliberate stragglers are, with their cause."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import nsdiag
 from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
-from nsdiag.analysis.lateness import STALL_NS, host_stalls
+from nsdiag.analysis.program.lateness import STALL_NS, host_stalls
 from nsdiag.render.ranks import caption
 
 DATA = Path(__file__).parent / "data" / "multi_gpu"

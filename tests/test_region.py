@@ -1,13 +1,14 @@
-"""Choosing the analysed region (model/region.py) on synthetic timelines whose loop, warm-up and
-start-up are known by construction; tests/test_predictions.py checks the same on recordings."""
+"""Choosing the analysed region (analysis/region/choose.py) on synthetic timelines whose loop,
+warm-up and start-up are known by construction; tests/test_predictions.py checks the same on
+recordings."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
+from nsdiag.analysis.region.choose import Iteration, choose_region, split_warmup
 from nsdiag.errors import InputError
-from nsdiag.model.region import Iteration, choose_region, split_warmup
 
 MS = 1_000_000
 BODY = ["gemm", "bias", "relu", "softmax", "copy"]  # one iteration's kernels, in order

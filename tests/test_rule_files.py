@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nsdiag.analysis.diagnosis import Finding, Skipped
-from nsdiag.analysis.rule_eval import evaluate_rule
-from nsdiag.analysis.rulespec import RuleSpec, load_rules, parse_rule
+from nsdiag.analysis.rules.evaluate import evaluate_rule
+from nsdiag.analysis.rules.spec import RuleSpec, load_rules, parse_rule
 from nsdiag.errors import RuleError
 from nsdiag.resources import rules_dir
 from tests.test_output_safety import assert_one_line_error, nsdiag_cli
@@ -411,7 +411,7 @@ LOADED: list[bool] = []
 def test_expressions_parse_or_fail_cleanly_and_evaluate_without_raising(
     source: str, values: dict[str, object]
 ) -> None:
-    from nsdiag.analysis.expr import ExpressionError, parse
+    from nsdiag.analysis.rules.expr import ExpressionError, parse
 
     try:
         expression = parse(source, {"LIMIT": 60.0})

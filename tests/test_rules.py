@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from nsdiag.analysis.diagnosis import Finding, Skipped
-from nsdiag.analysis.rule_eval import evaluate_rule
-from nsdiag.analysis.rulespec import KERNEL_CAUSES, PROGRAM_CAUSES, load_rules, parse_rule
+from nsdiag.analysis.rules.evaluate import evaluate_rule
+from nsdiag.analysis.rules.spec import KERNEL_CAUSES, PROGRAM_CAUSES, load_rules, parse_rule
 from nsdiag.errors import RuleError
 from nsdiag.resources import rules_dir
 
@@ -273,9 +273,9 @@ def test_a_malformed_template_in_a_rules_folder_fails_to_load(tmp_path: Path) ->
 
 
 def test_every_analysis_has_registered_values_and_every_program_rule_uses_them() -> None:
-    from nsdiag.analysis.message_template import template_fields
-    from nsdiag.analysis.program import ANALYSES
-    from nsdiag.analysis.program_values import PROGRAM_VALUES
+    from nsdiag.analysis.program.registry import ANALYSES
+    from nsdiag.analysis.program.values import PROGRAM_VALUES
+    from nsdiag.analysis.rules.template import template_fields
 
     assert PROGRAM_VALUES.keys() == ANALYSES.keys()
     for rule in load_rules():
@@ -285,7 +285,7 @@ def test_every_analysis_has_registered_values_and_every_program_rule_uses_them()
 
 
 def test_program_text_formats_the_rule_templates_and_checks_the_values(tmp_path: Path) -> None:
-    from nsdiag.analysis.program_values import PROGRAM_VALUES, program_text
+    from nsdiag.analysis.program.values import PROGRAM_VALUES, program_text
 
     rule = parse_rule(_rule_file(tmp_path, PROGRAM_RULE))
     values: dict[str, object] = dict.fromkeys(PROGRAM_VALUES["gpu_idle_gaps"], None)
@@ -299,7 +299,7 @@ def test_program_text_formats_the_rule_templates_and_checks_the_values(tmp_path:
 
 
 def test_the_formatter_never_fails() -> None:
-    from nsdiag.analysis.message_template import render
+    from nsdiag.analysis.rules.template import render
 
     assert render("{a:.1f} {b:.1f} {c:1000000} {d}", {"a": 2.25, "b": "text", "c": 7}) == (
         "2.2 text 7 n/a"
@@ -311,7 +311,7 @@ def test_the_formatter_never_fails() -> None:
 def test_rules_show_lists_the_values_a_template_may_use() -> None:
     from click.testing import CliRunner
 
-    from nsdiag.analysis.program_values import PROGRAM_VALUES
+    from nsdiag.analysis.program.values import PROGRAM_VALUES
     from nsdiag.cli import main
 
     shown = CliRunner().invoke(main, ["rules", "show", "NSD404"])

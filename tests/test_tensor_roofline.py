@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 import nsdiag
-from nsdiag.analysis import roofline
 from nsdiag.analysis.diagnosis import Diagnosis, KernelDiagnosis, clean
 from nsdiag.analysis.engine import diagnose
+from nsdiag.analysis.kernel import roofline
 from nsdiag.collect import metric_set
 from nsdiag.model.canonical import canonical_metrics
 from nsdiag.model.session import Session

@@ -1,6 +1,7 @@
-"""Verdicts for matrix kernels (analysis/verdict.py, docs/diagnosis.md): a tensor-core kernel is
-judged on its tensor pipe, DRAM and L2; its shared-memory and L1 traffic (operand staging) never
-makes it memory-bound. Recorded kernels from the H200 first, then the rule's edges."""
+"""Verdicts for matrix kernels (analysis/kernel/verdict.py, docs/diagnosis.md): a tensor-core
+kernel is judged on its tensor pipe, DRAM and L2; its shared-memory and L1 traffic (operand
+staging) never makes it memory-bound. Recorded kernels from the H200 first, then the rule's
+edges."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from nsdiag.analysis.tensor import TENSOR_PIPE_BUSY_PCT, tensor_core_evidence
-from nsdiag.analysis.verdict import SATURATED_PCT, classify, sentence
+from nsdiag.analysis.kernel.tensor import TENSOR_PIPE_BUSY_PCT, tensor_core_evidence
+from nsdiag.analysis.kernel.verdict import SATURATED_PCT, classify, sentence
 from tests.test_tensor_roofline import CNN, GEMMS, LAYERS8, LM_TRAIN, TORCH, diagnosis
 
 

@@ -18,9 +18,9 @@ import pytest
 
 from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
-from nsdiag.analysis.program import ANALYSES
-from nsdiag.analysis.rulespec import default_rules, find_rule
-from nsdiag.analysis.timeline import overlap_summary, prepare
+from nsdiag.analysis.program.registry import ANALYSES
+from nsdiag.analysis.program.timeline import overlap_summary, prepare
+from nsdiag.analysis.rules.spec import default_rules, find_rule
 from nsdiag.errors import InputError
 from nsdiag.model.intervals import enclosing
 from nsdiag.readers import load, nsys_sqlite, nsys_stats_csv, reader_for

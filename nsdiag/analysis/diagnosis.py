@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nsdiag.analysis.ranks import RankAnalysis
-from nsdiag.analysis.roofline import MeasuredCeiling, RooflinePosition
-from nsdiag.analysis.startup import Startup
-from nsdiag.model.region import Region
+from nsdiag.analysis.kernel.roofline import MeasuredCeiling, RooflinePosition
+from nsdiag.analysis.program.ranks import RankAnalysis
+from nsdiag.analysis.region.choose import Region
+from nsdiag.analysis.region.startup import Startup
 
 # What a finding's saving is computed from.
 ESTIMATES = ("metrics", "timeline", "names", "none")

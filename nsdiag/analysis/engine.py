@@ -9,20 +9,20 @@ from typing import Any
 
 import pandas as pd
 
-from nsdiag.analysis.context import ProgramContext
-from nsdiag.analysis.derived import add_derived
 from nsdiag.analysis.diagnosis import Diagnosis, Skipped, TimelineSummary
-from nsdiag.analysis.kernel_diagnosis import KernelInputs, diagnose_kernel, matrix_references
-from nsdiag.analysis.program import needs_timeline, program_findings
-from nsdiag.analysis.ranks import analyse_ranks, detailed_ranks, only_ranks
-from nsdiag.analysis.roofline import measured_dram_ceiling
-from nsdiag.analysis.rulespec import RuleSpec, default_rules
-from nsdiag.analysis.scope import RegionKernels, restrict, weigh_by_region
-from nsdiag.analysis.signatures import aggregate
-from nsdiag.analysis.startup import summarise
-from nsdiag.analysis.timeline.view import TimelineView, prepare
+from nsdiag.analysis.kernel.derived import add_derived
+from nsdiag.analysis.kernel.diagnose import KernelInputs, diagnose_kernel, matrix_references
+from nsdiag.analysis.kernel.roofline import measured_dram_ceiling
+from nsdiag.analysis.kernel.signatures import aggregate
+from nsdiag.analysis.program.context import ProgramContext
+from nsdiag.analysis.program.ranks import analyse_ranks, detailed_ranks, only_ranks
+from nsdiag.analysis.program.registry import needs_timeline, program_findings
+from nsdiag.analysis.program.timeline.view import TimelineView, prepare
+from nsdiag.analysis.region.choose import Region, choose_region
+from nsdiag.analysis.region.scope import RegionKernels, restrict, weigh_by_region
+from nsdiag.analysis.region.startup import summarise
+from nsdiag.analysis.rules.spec import RuleSpec, default_rules
 from nsdiag.model.ranks import is_communication
-from nsdiag.model.region import Region, choose_region
 from nsdiag.model.session import Session
 from nsdiag.model.tables import records
 

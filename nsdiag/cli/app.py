@@ -6,13 +6,13 @@ from typing import Any
 
 import click
 
-from nsdiag import __version__
 from nsdiag.cli.analyse import explain, load, report
 from nsdiag.cli.diff import diff
 from nsdiag.cli.doctor import doctor
 from nsdiag.cli.errors import CONTEXT, errors_as_one_line
 from nsdiag.cli.profile import profile
 from nsdiag.cli.rules import rules
+from nsdiag.version import __version__
 
 
 class _Group(click.Group):

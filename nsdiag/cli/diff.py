@@ -65,14 +65,14 @@ def _render(diff: Diff, fmt: str, top: int) -> str:
     if fmt == "json":
         return json.dumps(diff.to_json(), indent=1, allow_nan=False, ensure_ascii=False) + "\n"
     if fmt == "md":
-        from nsdiag.render.diff_markdown import render_diff_markdown
+        from nsdiag.render.diff.markdown import render_diff_markdown
 
         return render_diff_markdown(diff, top)
     if fmt == "html":
-        from nsdiag.render.diff_html import render_diff_html
+        from nsdiag.render.diff.html import render_diff_html
 
         return render_diff_html(diff)
-    from nsdiag.render.diff_text import render_diff_text
+    from nsdiag.render.diff.text import render_diff_text
 
     return render_diff_text(diff, top)
 
@@ -125,7 +125,7 @@ def diff(
 ) -> None:
     from nsdiag.analysis.diff import compare, with_gate
     from nsdiag.render import format_from_path
-    from nsdiag.render.diff_rows import gate_line
+    from nsdiag.render.diff.rows import gate_line
     from nsdiag.render.output import write_report
 
     before_paths, after_paths = _sides(inputs, before, after)

@@ -19,7 +19,7 @@ from nsdiag.cli.rules import active_rules, rules_option
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from nsdiag.analysis.rulespec import RuleSpec
+    from nsdiag.analysis.rules.spec import RuleSpec
     from nsdiag.collect.options import ProfileResult
 
 

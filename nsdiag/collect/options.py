@@ -23,7 +23,7 @@ class ProfileOptions:
     # None (auto): phase 1 records the whole run, and phase 2 starts at cudaProfilerStart when
     # the program calls it; True: both from the start; False: both from cudaProfilerStart
     profile_from_start: bool | None = None
-    region: str = "auto"  # the analysed region (model/region.py): where phase 2 picks launches
+    region: str = "auto"  # the analysed region (analysis/region/): where phase 2 picks launches
     timeout_s: float | None = None  # per command
     sections: str = "rules"  # phase 2: "rules" (their metrics by name), "sections" or "full"
     rank: int = 0  # a distributed run: the rank whose kernels phase 2 profiles

@@ -7,6 +7,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from nsdiag.analysis.region.choose import (
+    Region,
+    choose_region,
+    launch_times,
+    profiler_windows,
+    within,
+)
 from nsdiag.collect import argv as cmd
 from nsdiag.collect import runner
 from nsdiag.collect.exports import csv_for
@@ -17,7 +24,6 @@ from nsdiag.errors import InputError, NsdiagError, ProfilerError
 from nsdiag.model.launches import kernel_launches
 from nsdiag.model.names import function_name
 from nsdiag.model.ranks import is_communication, overlaps_communication, rank_of, session_ranks
-from nsdiag.model.region import Region, choose_region, launch_times, profiler_windows, within
 from nsdiag.model.session import Session
 
 
@@ -128,8 +134,8 @@ def mark_region(
     session: Session, launches: pd.DataFrame, request: str, profile_from_start: bool | None
 ) -> tuple[pd.DataFrame, Region, bool | None]:
     """Phase 1's launches that ncu will count, each marked `in_region` when it falls in the
-    analysed region (model/region.py), where phase 2 picks its launches; the region; and False
-    when ncu must start at cudaProfilerStart (the program calls it and --profile-from-start is
+    analysed region (analysis/region/choose.py), where phase 2 picks its launches; the region; and
+    False when ncu must start at cudaProfilerStart (the program calls it and --profile-from-start is
     auto: ncu then counts only the launches inside the profiler ranges), else None."""
     region = choose_region(session.timeline, session.api_calls, session.nvtx_ranges, request)
     times = launch_times(launches)

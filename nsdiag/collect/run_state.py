@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from nsdiag.analysis.region.choose import Region
 from nsdiag.collect import runner, session_dir, tools
 from nsdiag.collect.options import ProfileOptions, Progress
 from nsdiag.collect.plan import Plan
 from nsdiag.collect.program import child_env
-from nsdiag.model.region import Region
 from nsdiag.model.session import Session
 
 

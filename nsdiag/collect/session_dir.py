@@ -132,7 +132,7 @@ def write_env(
     sd: SessionDir, tools: dict[str, dict[str, str]], env: dict[str, str] | None = None
 ) -> Path:
     env = dict(os.environ) if env is None else env
-    from nsdiag import __version__
+    from nsdiag.version import __version__
 
     return write_json(
         sd.root / "env.json",

@@ -790,7 +790,7 @@ _PATTERNS: list[MetricSpec] = [
         (),
         "ops",
         "Dense tensor-core operations over the per-instruction paths (wgmma and mma.sync, "
-        "sparsity off); the per-precision counts below are preferred (analysis/tensor.py).",
+        "sparsity off); the per-precision counts below are preferred (analysis/kernel/tensor.py).",
         pattern=r"^sm__ops_path_tensor_op_[a-z]+_src_[a-z0-9_]+_sparsity_off\.sum$",
     ),
     MetricSpec(

@@ -8,7 +8,7 @@ CUDA calls and the NVTX ranges with a `rank` column; a session without them is o
 Communication kernels (NCCL's and RCCL's collectives and point-to-point transfers) are not
 computation: a GPU waiting inside one for a late peer is not busy. Every analysis that judges
 compute work (verdicts, roofline, fusion, launch overhead, idle time) leaves them out; the rank
-analyses (analysis/ranks.py) account for them.
+analyses (analysis/program/ranks.py) account for them.
 """
 
 from __future__ import annotations

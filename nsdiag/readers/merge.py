@@ -27,7 +27,7 @@ from nsdiag.model.session import Session
 # 3-4 significant digits; stall counts and percentages 2 decimals, so 0.004 may read 0.00).
 AGREE_RELATIVE = 0.05
 AGREE_ABSOLUTE = 0.1
-# Canonical metrics the bound and limiter are decided from (analysis/verdict.py reads these).
+# Canonical metrics the bound and limiter are decided from (analysis/kernel/verdict.py reads these).
 VERDICT_METRICS: tuple[str, ...] = (
     *MEMORY_UNITS.values(),
     *COMPUTE_UNITS.values(),

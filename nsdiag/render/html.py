@@ -14,12 +14,12 @@ import plotly.graph_objects as go
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from nsdiag import __version__
 from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis, NcuRuleResult
 from nsdiag.model.session import Session
 from nsdiag.model.values import number
 from nsdiag.render import RenderOptions, charts, fmt, ranks, timeline_chart
 from nsdiag.resources import templates_dir
+from nsdiag.version import __version__
 
 TEMPLATE = "report.html.j2"
 PLOTLY_CONFIG = {

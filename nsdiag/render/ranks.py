@@ -5,7 +5,7 @@ late rank (the straggler) marked."""
 from __future__ import annotations
 
 from nsdiag.analysis.diagnosis import Diagnosis
-from nsdiag.analysis.ranks import RankAnalysis
+from nsdiag.analysis.program.ranks import RankAnalysis
 from nsdiag.render import fmt
 
 HEADERS = (

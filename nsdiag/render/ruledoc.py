@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from nsdiag.analysis.message_template import template_fields
-from nsdiag.analysis.program_values import template_names
-from nsdiag.analysis.rulespec import RuleSpec
+from nsdiag.analysis.program.values import template_names
+from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.rules.template import template_fields
 
 _HEADINGS = {
     "detects": "What it detects",

@@ -8,7 +8,7 @@ threshold above BEFORE's upper quartile. The last condition is there because two
 program differ by more than the iterations of one run do (two recordings of elementwise.py:
 +5.3% with p = 5e-19, their quartiles 543-547 us and 567-582 us): a rank test alone calls that
 a regression. With fewer than MIN_SAMPLES iterations on a side the noise cannot be measured;
-the threshold alone then decides, and the gate's line (render/diff_rows.py) says so.
+the threshold alone then decides, and the gate's line (render/diff/rows.py) says so.
 docs/diff.md has the reasoning.
 """
 

@@ -18,11 +18,11 @@ import pandas as pd
 
 from nsdiag.analysis.diagnosis import Diagnosis, KernelDiagnosis
 from nsdiag.analysis.diff.stats import Spread
-from nsdiag.analysis.scope import restrict
+from nsdiag.analysis.region.choose import Iteration, launch_times
+from nsdiag.analysis.region.scope import restrict
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.launches import Signature, kernel_launches, signatures
 from nsdiag.model.names import function_name, normalized
-from nsdiag.model.region import Iteration, launch_times
 from nsdiag.model.session import Session
 
 # Kernels a library picks for a job (another shape can make it pick another): matched by role.

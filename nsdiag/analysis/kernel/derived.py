@@ -1,0 +1,195 @@
+"""Per-launch derived quantities (FLOPs, shares, conflict rates) computed from catalogue metrics.
+
+DERIVED_METRICS lists every numeric column `add_derived` adds: the rule loader accepts these
+names next to the catalogue's. DERIVED_TEXTS lists its text columns, which a rule's message may
+show and a condition never reads.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import numpy as np
+import pandas as pd
+
+from nsdiag.analysis.kernel.tensor import TENSOR_DERIVED, add_tensor_flops
+from nsdiag.model.catalogue import STALL_REASONS
+
+DERIVED_METRICS: dict[str, str] = {
+    "flop_fp32": "FP32 floating-point operations (add + mul + 2*fma).",
+    "flop_fp64": "FP64 floating-point operations.",
+    "flop_fp16": "FP16 floating-point operations (2*add + 2*mul + 4*fma).",
+    "flop_tensor": "Tensor-core operations counted as FLOPs (all precisions).",
+    **TENSOR_DERIVED,
+    "flop_total": "All floating-point operations, tensor-core ones included.",
+    "l2_bytes": "Bytes through L2 (32 per sector).",
+    "global_load_sectors_per_request": "Sectors per global load request (4 is ideal for 4-byte "
+    "loads).",
+    "global_store_sectors_per_request": "Sectors per global store request.",
+    "global_load_waste": "Share of the global load sectors that reach L2 carrying no useful "
+    "bytes: (1 - useful bytes per sector / 32) x (1 - L1 hit rate); 0 with no plain loads.",
+    "global_store_waste": "The same for global stores (L1 merges partial writes to one sector "
+    "before they leave the SM, which its hit rate counts).",
+    "global_load_sector_share": "Global load sectors, share of global load + store sectors (0-1).",
+    "global_store_sector_share": "Global store sectors, share of global load + store sectors.",
+    "shared_bank_conflict_pct": "Shared-memory wavefronts caused by bank conflicts, % of all.",
+    "shared_ways": "Shared-memory wavefronts per request (1 = no conflict).",
+    "local_sectors": "Local-memory sectors (loads + stores).",
+    "lsu_sectors": "Global plus local sectors through L1 (loads + stores).",
+    "stall_total": "Sum of all stall reasons (warp cycles per issue).",
+    **{
+        f"stall_share_{reason}": f"Share of stall cycles spent on '{reason}' (0-1)."
+        for reason in STALL_REASONS
+        if reason != "selected"
+    },
+    "top_stall_share": "Share of stall cycles of the top reason ('not_selected' never counts).",
+    "occupancy_limit_min": "Fewest blocks per SM any resource allows (the occupancy limit).",
+    "waves": "Waves of blocks: grid_size / (sm_count x occupancy_limit_min), unrounded (ncu's "
+    "waves_per_sm has two decimals, so 1.004 waves reads 1.00); ncu's figure where the report "
+    "lacks the occupancy limits.",
+    "wave_tail": "Idle share of the last wave's SM time: (ceil(waves) - waves) / ceil(waves).",
+}
+DERIVED_TEXTS: dict[str, str] = {
+    "occupancy_limiter": "What limits blocks per SM most: registers, shared_mem, warps, blocks or "
+    "barriers (the smallest occupancy limit).",
+    "top_stall": "The warp-stall reason with the largest share (not_selected never counts).",
+}
+
+_OCCUPANCY_LIMITS = (
+    "occupancy_limit_registers",
+    "occupancy_limit_shared_mem",
+    "occupancy_limit_warps",
+    "occupancy_limit_blocks",
+    "occupancy_limit_barriers",
+)
+
+
+def _col(frame: pd.DataFrame, name: str) -> pd.Series:
+    return frame[name] if name in frame else pd.Series(np.nan, index=frame.index)
+
+
+def _sum(frame: pd.DataFrame, *terms: tuple[float, str]) -> pd.Series:
+    """Weighted sum of columns; NaN only when every term is missing."""
+    parts = [weight * _col(frame, name) for weight, name in terms]
+    stacked = pd.concat(parts, axis=1)
+    return stacked.sum(axis=1, min_count=1)
+
+
+def _ratio(num: pd.Series, den: pd.Series) -> pd.Series:
+    return num / den.where(den > 0)
+
+
+def add_derived(kernels: pd.DataFrame) -> pd.DataFrame:
+    """Return a copy of `kernels` with derived columns added."""
+    k = kernels.copy()
+    _add_flops(k)
+    _add_memory(k)
+    _add_stalls(k)
+    _add_occupancy(k)
+    return k
+
+
+def _add_flops(k: pd.DataFrame) -> None:
+    """Counts where the report has them; else ncu's roofline inputs: per-cycle rates x cycles."""
+    cycles = _col(k, "sm_cycles_per_second") * _col(k, "duration_ns") * 1e-9
+    for precision, (add, mul, fma) in {
+        "fp32": ("fadd", "fmul", "ffma"),
+        "fp64": ("dadd", "dmul", "dfma"),
+        "fp16": ("hadd", "hmul", "hfma"),
+    }.items():
+        scale = 2 if precision == "fp16" else 1  # half2 instructions do two operations
+        counted = _sum(
+            k,
+            (scale, f"{add}_thread_inst"),
+            (scale, f"{mul}_thread_inst"),
+            (2 * scale, f"{fma}_thread_inst"),
+        )
+        rates = _sum(
+            k,
+            (scale, f"{add}_per_cycle"),
+            (scale, f"{mul}_per_cycle"),
+            (2 * scale, f"{fma}_per_cycle"),
+        )
+        k[f"flop_{precision}"] = counted.fillna(rates * cycles)
+    add_tensor_flops(k)  # flop_tensor and flop_tensor_<precision>
+    k["flop_total"] = _sum(
+        k, (1, "flop_fp32"), (1, "flop_fp64"), (1, "flop_fp16"), (1, "flop_tensor")
+    )
+
+
+def _add_memory(k: pd.DataFrame) -> None:
+    k["dram_bytes"] = _col(k, "dram_bytes").fillna(
+        _sum(k, (1, "dram_read_bytes"), (1, "dram_write_bytes"))
+    )
+    k["l2_bytes"] = 32 * _col(k, "l2_sectors")
+    k["global_load_sectors_per_request"] = _ratio(
+        _col(k, "global_load_sectors"), _col(k, "global_load_requests")
+    )
+    k["global_store_sectors_per_request"] = _ratio(
+        _col(k, "global_store_sectors"), _col(k, "global_store_requests")
+    )
+    missed = 1 - _col(k, "l1_hit_rate_pct") / 100
+    global_sectors = _sum(k, (1, "global_load_sectors"), (1, "global_store_sectors"))
+    for side in ("load", "store"):
+        useful = _col(k, f"global_{side}_bytes_per_sector")
+        waste = ((1 - useful / 32) * missed).where(useful > 0, 0.0)  # 0: no plain accesses
+        k[f"global_{side}_waste"] = waste.where(useful.notna())
+        k[f"global_{side}_sector_share"] = _ratio(_col(k, f"global_{side}_sectors"), global_sectors)
+    wavefronts = _sum(k, (1, "shared_load_wavefronts"), (1, "shared_store_wavefronts"))
+    conflicts = _sum(k, (1, "shared_load_bank_conflicts"), (1, "shared_store_bank_conflicts"))
+    requests = _sum(k, (1, "shared_load_requests"), (1, "shared_store_requests"))
+    # No shared-memory traffic means no conflicts (0), not an unknown.
+    k["shared_bank_conflict_pct"] = (100 * _ratio(conflicts, wavefronts)).where(
+        ~(wavefronts == 0), 0.0
+    )
+    k["shared_ways"] = _ratio(wavefronts, requests)
+    k["local_sectors"] = _sum(k, (1, "local_load_sectors"), (1, "local_store_sectors"))
+    k["lsu_sectors"] = _sum(
+        k, (1, "local_sectors"), (1, "global_load_sectors"), (1, "global_store_sectors")
+    )
+
+
+def _add_stalls(k: pd.DataFrame) -> None:
+    stalls = [f"stall_{r}" for r in STALL_REASONS if f"stall_{r}" in k and r != "selected"]
+    if not stalls:
+        k["stall_total"] = np.nan
+        k["top_stall_share"] = np.nan
+        k["top_stall"] = None
+        return
+    total = k[stalls].sum(axis=1, min_count=1)
+    k["stall_total"] = total
+    for name in stalls:
+        k[name.replace("stall_", "stall_share_", 1)] = _ratio(k[name], total)
+    # 'not_selected' means a warp was ready but another issued: plenty of warps, not a
+    # reason the kernel waits, so it never names the top stall.
+    shares = k[
+        [s.replace("stall_", "stall_share_", 1) for s in stalls if s != "stall_not_selected"]
+    ]
+    k["top_stall_share"] = shares.max(axis=1)
+    # Launches without stall metrics (another input's, a cut-short report) have no top stall.
+    known = shares.notna().any(axis=1)
+    top = pd.Series(None, index=k.index, dtype=object)
+    if known.any():
+        top[known] = cast("pd.Series[str]", shares[known].idxmax(axis=1)).str.replace(
+            "stall_share_", "", regex=False
+        )
+    k["top_stall"] = top
+
+
+def _add_occupancy(k: pd.DataFrame) -> None:
+    limits = [c for c in _OCCUPANCY_LIMITS if c in k]
+    k["occupancy_limit_min"] = k[limits].min(axis=1) if limits else np.nan
+    # Per launch, before signatures average them: an exact 2.0 stays 2.0 (a mean of equal
+    # values can come out at 2.0000000000000004, whose ceiling is 3).
+    per_sm = k["occupancy_limit_min"].where(k["occupancy_limit_min"] > 0)
+    waves = (_col(k, "grid_size") / (_col(k, "sm_count") * per_sm)).fillna(_col(k, "waves_per_sm"))
+    k["waves"] = waves
+    full = np.ceil(waves)
+    k["wave_tail"] = ((full - waves) / full).where(waves > 0)
+    known = k[limits].notna().any(axis=1) if limits else pd.Series(False, index=k.index)
+    if known.any():  # a launch whose report lacks every limit has no limiter (not an error)
+        fewest = cast("pd.Series[str]", k.loc[known, limits].idxmin(axis=1))
+        limiter = fewest.str.replace("occupancy_limit_", "", regex=False)
+        k["occupancy_limiter"] = limiter.reindex(k.index).astype(object).where(known, None)
+    else:
+        k["occupancy_limiter"] = None

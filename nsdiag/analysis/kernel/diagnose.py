@@ -1,0 +1,197 @@
+"""One kernel signature's diagnosis: verdict, roofline position, rule findings, ncu's opinion."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from nsdiag.analysis.diagnosis import Finding, KernelDiagnosis, NcuRuleResult, Skipped
+from nsdiag.analysis.kernel import roofline, verdict
+from nsdiag.analysis.kernel.gemm_reference import (
+    GemmReference,
+    MatrixKernel,
+    reference_for,
+    references,
+)
+from nsdiag.analysis.rules.evaluate import evaluate_rule
+from nsdiag.analysis.rules.namespace import KernelFacts, kernel_values
+from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.model.session import Session
+from nsdiag.model.tables import records
+from nsdiag.model.values import number
+
+
+@dataclass(frozen=True)
+class KernelInputs:
+    """What every signature's diagnosis shares."""
+
+    session: Session
+    rules: Sequence[RuleSpec]  # kernel rules
+    total_gpu_time_ns: float
+    ceiling: roofline.MeasuredCeiling | None
+    wall_ns: float  # the currency's denominator: the region's wall time, else the GPU time
+    references: Mapping[str, GemmReference] = field(default_factory=dict)  # per precision
+
+    @property
+    def device(self) -> Mapping[str, Any]:
+        device = self.session.meta.get("device", {})
+        return device if isinstance(device, Mapping) else {}
+
+
+def place(row: Mapping[str, Any], inputs: KernelInputs) -> roofline.RooflinePosition:
+    """The signature's roofline position (its typical launch, under this GPU's roofs)."""
+    return roofline.position(row, inputs.ceiling, inputs.device.get("name"))
+
+
+def matrix_references(
+    rows: Sequence[Mapping[str, Any]], inputs: KernelInputs
+) -> dict[str, GemmReference]:
+    """What the aligned matrix kernels among `rows` reach, per tensor precision
+    (analysis/kernel/gemm_reference.py), for the gemm-misaligned estimate."""
+    kernels = [
+        MatrixKernel(
+            str(r.get("demangled") or r["name"]), float(r["total_duration_ns"]), place(r, inputs)
+        )
+        for r in rows
+    ]
+    cc = inputs.device.get("cc")
+    return references(kernels, str(cc) if cc else None, str(inputs.device.get("name") or ""))
+
+
+def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) -> KernelDiagnosis:
+    """`row` is the signature's row of the aggregated table (its typical launch)."""
+    name = str(row["name"])
+    v = verdict.classify(row)
+    roof = place(row, inputs)
+    total = inputs.total_gpu_time_ns
+    share = row["total_duration_ns"] / total if total else math.nan
+    cc = inputs.device.get("cc")
+    facts = KernelFacts(
+        row, v, roof, share, str(cc) if cc else None, reference_for(inputs.references, roof)
+    )
+    values = kernel_values(facts)
+    time = (float(row["total_duration_ns"]), inputs.wall_ns)
+    findings, skipped = _apply(inputs.rules, values, name, time)
+    findings = _verdict_first(findings, v.limiter)
+    return KernelDiagnosis(
+        id=index,
+        name=name,
+        demangled=str(row.get("demangled") or row["name"]),
+        launches=int(row["launches"]),
+        total_duration_ns=float(row["total_duration_ns"]),
+        time_share=share,
+        grid=str(row.get("grid", "")),
+        block=str(row.get("block", "")),
+        bound=v.bound,
+        limiter=v.limiter,
+        verdict=verdict.sentence(name, v, roof.pct_of_roof),
+        verdict_note=_join_notes(v.note, v.aside, roof.note, _duration_groups_note(row)),
+        roofline=roof,
+        metrics=_metrics(row),
+        findings=findings,
+        skipped=skipped,
+        ncu_rules=ncu_rule_results(inputs.session, row["launch_ids"]),
+        close_call=v.close_call,
+    )
+
+
+def _apply(
+    rules: Sequence[RuleSpec], values: Mapping[str, Any], name: str, time: tuple[float, float]
+) -> tuple[tuple[Finding, ...], tuple[Skipped, ...]]:
+    """`time`: the kernel's time in the region and the region's wall time."""
+    findings: list[Finding] = []
+    skipped: list[Skipped] = []
+    for rule in rules:
+        result = evaluate_rule(rule, values, *time)
+        if isinstance(result, Finding):
+            findings.append(result)
+        elif isinstance(result, Skipped):
+            skipped.append(Skipped(result.rule, result.reason, name))
+    findings.sort(key=lambda f: f.rank_key)
+    return tuple(findings), tuple(skipped)
+
+
+# The cause that explains a saturated limiter: at a roof its finding has no estimate (only fewer
+# bytes or instructions help), yet it says more than a minor finding with a small estimate.
+LIMITER_CAUSE = {
+    "dram": "dram-bandwidth-saturated",
+    "l2": "l2-bound",
+    "xu": "special-function-heavy",
+    "fp64": "fp64-heavy",
+    "fma": "compute-pipe-saturated",
+    "alu": "compute-pipe-saturated",
+    "fp16": "compute-pipe-saturated",
+    "lsu": "compute-pipe-saturated",
+}
+
+
+SUBSTANTIAL = 0.1  # a finding that would recover this share of the kernel's time
+
+
+def _verdict_first(findings: tuple[Finding, ...], limiter: str | None) -> tuple[Finding, ...]:
+    """A kernel's findings in the order its card shows them: those that would recover a
+    substantial share of its time (a deeper cause: uncoalesced access, spills, a tail), by the
+    time they save; then the finding that explains the saturated limiter (no estimate at a
+    roof); then the rest by the time they save, findings with no estimate last."""
+    cause = LIMITER_CAUSE.get(limiter or "")
+
+    def group(f: Finding) -> int:
+        if f.recoverable is not None and f.recoverable >= SUBSTANTIAL:
+            return 0
+        return 1 if f.cause == cause else 2
+
+    return tuple(sorted(findings, key=lambda f: (group(f), f.rank_key)))
+
+
+def _metrics(row: Mapping[str, Any]) -> dict[str, float]:
+    return {
+        str(k): float(val)
+        for k, val in row.items()
+        if isinstance(val, (int, float)) and not isinstance(val, bool) and k != "id"
+    }
+
+
+def ncu_rule_results(session: Session, launch_ids: Sequence[int]) -> tuple[NcuRuleResult, ...]:
+    """ncu's own optimisation advice (OPT and WRN results) for the signature's first launch,
+    largest estimated speedup first."""
+    rules = session.rule_results
+    if rules is None or rules.empty or not len(launch_ids):
+        return ()
+    first = rules[rules["id"] == launch_ids[0]]
+    first = first[first["type"].isin(["OPT", "WRN"])]
+    out = [
+        NcuRuleResult(
+            rule=r["rule"],
+            section=r["section"],
+            type=r["type"],
+            message=r["message"],
+            speedup_type=r["speedup_type"] or None,
+            speedup=number(r["speedup"]),
+        )
+        for r in records(first)
+    ]
+    return tuple(sorted(out, key=lambda r: -(r.speedup or 0)))
+
+
+def _duration_groups_note(row: Mapping[str, Any]) -> str:
+    """Say so when one signature's launches did different amounts of work (a GEMM reused for
+    several K): its metrics mix the groups, or describe only the ones profiled."""
+    groups = number(row.get("duration_groups"))
+    profiled = number(row.get("duration_groups_profiled"))
+    if groups is None or profiled is None or groups < 2:
+        return ""
+    if profiled < groups:
+        return (
+            f"its launches fall in {groups:.0f} duration groups (different work under one grid);"
+            f" only {profiled:.0f} profiled, so this describes those launches alone"
+        )
+    return (
+        f"its launches fall in {groups:.0f} duration groups (different work under one grid), "
+        "weighted by GPU time"
+    )
+
+
+def _join_notes(*notes: str | None) -> str:
+    return "; ".join(n for n in notes if n)

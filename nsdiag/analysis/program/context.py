@@ -1,0 +1,46 @@
+"""What every program analysis reads, built once per diagnosis (engine.diagnose)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pandas as pd
+
+from nsdiag.analysis.diagnosis import KernelDiagnosis
+from nsdiag.analysis.kernel.roofline import MeasuredCeiling
+from nsdiag.analysis.program.ranks import RankAnalysis
+from nsdiag.analysis.region.choose import Region
+from nsdiag.model.session import Session
+
+if TYPE_CHECKING:  # the timeline analyses import this module
+    from nsdiag.analysis.program.timeline.view import TimelineView
+    from nsdiag.analysis.rules.spec import RuleSpec
+
+
+@dataclass(frozen=True)
+class ProgramContext:
+    """One diagnosis's inputs to the program analyses, built once in engine.diagnose."""
+
+    session: Session  # the analysed region's part of the session (scope.restrict)
+    derived: pd.DataFrame  # one row per profiled launch in the region, with the derived metrics
+    kernels: Sequence[KernelDiagnosis]  # per signature, longest first
+    total_gpu_time_ns: float  # of the kernel signatures (ncu data), in the region
+    timeline: TimelineView | None  # prepared once, when the session has a timeline
+    measured_dram_ceiling: MeasuredCeiling | None
+    region: Region | None = None  # the analysed region (None: no timeline)
+    wall_ns: float = 0.0  # the currency's denominator: the region's wall time, else GPU time
+    ranks: RankAnalysis | None = None  # per-rank breakdown (two ranks or more)
+    rules: Sequence[RuleSpec] = ()  # the rules applied (empty: the shipped ones)
+
+    @property
+    def iterations(self) -> int:
+        return len(self.region.iterations) if self.region is not None else 0
+
+    @property
+    def view(self) -> TimelineView:
+        """The prepared timeline; only analyses that need a timeline ask for it."""
+        if self.timeline is None:
+            raise ValueError("this session has no timeline")
+        return self.timeline

@@ -1,0 +1,268 @@
+"""fusion-candidate: chains of memory-shaped operations that pass intermediates through DRAM.
+
+The chain is found on the analysed region's launch sequence (analysis/program/launch_sequence.py),
+one stream at a time, across NVTX ranges, and broken where the host synchronised (an iteration's
+end). Consecutive launches of one kernel signature are one operation (a library often splits an
+operation into several launches). Two operations link into a chain when
+- both have ncu byte counts: the second reads back from DRAM at least `min_read_fraction` of
+  what the first wrote (at least `min_intermediate_bytes`), and neither is compute-bound,
+  launch-bound or running tensor-core math; chains of such byte-matched kernels that all stream
+  at the DRAM roof are left out unless the names say they are elementwise operations (ncu does
+  not record which buffer a kernel touched, and unrelated kernels of equal size match on bytes);
+- or either lacks byte counts (no ncu data: an nsys timeline alone) and both are named as
+  elementwise operations (PyTorch's elementwise kernels, Triton pointwise kernels): the
+  estimate is then marked as name-based.
+The saving: with bytes, the chain's time minus a fused kernel's (its bytes less each
+intermediate's write and read, at the best bandwidth the chain or a measured copy reached);
+from names, the chain's time minus its longest operation (a fused elementwise kernel streams
+the data once, as one of its steps did). Chains that repeat (every iteration) are one finding.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from nsdiag.analysis.diagnosis import Evidence, Finding, FusionChain, share_of
+from nsdiag.analysis.program.context import ProgramContext
+from nsdiag.analysis.program.launch_sequence import launches
+from nsdiag.analysis.program.values import program_text
+from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.model.names import short_names
+
+_TENSOR_IDLE_PCT = 5.0  # an operation whose tensor pipe is busier runs real matrix math
+ELEMENTWISE = frozenset({"elementwise"})
+
+
+@dataclass(frozen=True)
+class FusionStep:
+    """Consecutive launches of one kernel: one operation."""
+
+    name: str
+    kind: str  # what its name says (kernel_facts)
+    duration_ns: float
+    read_bytes: float  # NaN without ncu data
+    write_bytes: float
+    best_bytes_per_s: float
+    bounds: frozenset[str]
+    min_dram_pct: float
+    tensor_pct: float
+    ranges: frozenset[str]  # NVTX ranges of its launches ("" outside any)
+
+    @property
+    def has_bytes(self) -> bool:
+        return not (np.isnan(self.read_bytes) or np.isnan(self.write_bytes))
+
+    @property
+    def elementwise(self) -> bool:
+        return self.kind in ELEMENTWISE
+
+    @property
+    def fusable(self) -> bool:
+        """Memory-shaped: compute-bound, launch-bound and tensor-core kernels (convolutions,
+        real GEMMs) are not what this rule fuses away; without ncu data, only what the name
+        says is elementwise."""
+        if not self.has_bytes:
+            return self.elementwise
+        return not self.bounds & {"compute", "launch"} and self.tensor_pct < _TENSOR_IDLE_PCT
+
+
+@dataclass(frozen=True)
+class ChainCost:
+    """What one occurrence of a chain costs, and what a fused kernel would save."""
+
+    time_ns: float
+    moved_bytes: float  # NaN when estimated from names
+    intermediate_bytes: float
+    saved_ns: float
+    stream_bytes_per_s: float  # the bandwidth a fused kernel would stream at (NaN from names)
+    by_names: bool
+
+
+def _step(group: pd.DataFrame) -> FusionStep:
+    read, write = group["read_bytes"].to_numpy(), group["write_bytes"].to_numpy()
+    return FusionStep(
+        name=str(group["name"].iloc[0]),
+        kind=str(group["kind"].iloc[0]),
+        duration_ns=float(group["duration_ns"].sum()),
+        read_bytes=float(read.sum()) if not np.isnan(read).any() else np.nan,
+        write_bytes=float(write.sum()) if not np.isnan(write).any() else np.nan,
+        best_bytes_per_s=float(np.nan_to_num(group["best_bytes_per_s"].to_numpy()).max()),
+        bounds=frozenset(str(b) for b in group["bound"] if b),
+        min_dram_pct=float(np.nan_to_num(group["dram_pct"].to_numpy(), nan=0.0).min()),
+        tensor_pct=float(np.nan_to_num(group["tensor_pct"].to_numpy()).max()),
+        ranges=frozenset(str(r) for r in group["range"]),
+    )
+
+
+def _segments(stream: pd.DataFrame) -> list[list[FusionStep]]:
+    """The stream's launches cut at host synchronisations, each as a list of steps."""
+    out = []
+    for _, part in stream.groupby(stream["synced_before"].cumsum(), sort=False):
+        runs = (part["name"] != part["name"].shift()).cumsum()
+        out.append([_step(group) for _, group in part.groupby(runs, sort=False)])
+    return out
+
+
+def _linked(a: FusionStep, b: FusionStep, params: Mapping[str, float]) -> bool:
+    if not (a.fusable and b.fusable):
+        return False
+    if a.has_bytes and b.has_bytes:
+        return bool(
+            a.write_bytes >= params.get("min_intermediate_bytes", 1e6)
+            and b.read_bytes >= params.get("min_read_fraction", 0.5) * a.write_bytes
+        )
+    return a.elementwise and b.elementwise
+
+
+def _chains_in(steps: Sequence[FusionStep], params: Mapping[str, float]) -> list[list[FusionStep]]:
+    chains: list[list[FusionStep]] = []
+    current: list[FusionStep] = []
+    for step in steps:
+        if current and _linked(current[-1], step, params):
+            current.append(step)
+            continue
+        if len(current) >= 2:
+            chains.append(current)
+        current = [step]
+    if len(current) >= 2:
+        chains.append(current)
+    return chains
+
+
+def _kept(chain: Sequence[FusionStep], at_roof: float) -> bool:
+    """A byte-matched chain whose kernels all stream at the DRAM roof may be independent
+    kernels of equal size; named elementwise operations are chains whatever their speed."""
+    return all(s.elementwise for s in chain) or min(s.min_dram_pct for s in chain) < at_roof
+
+
+def chains(sequence: pd.DataFrame, params: Mapping[str, float]) -> list[list[FusionStep]]:
+    """The chains of the launch sequence, per process and stream."""
+    at_roof = params.get("at_roof_dram_pct", 75.0)
+    found: list[list[FusionStep]] = []
+    for _, stream in sequence.groupby(["process_id", "stream"], sort=False, dropna=False):
+        for steps in _segments(stream):
+            found += _chains_in(steps, params)
+    return [c for c in found if _kept(c, at_roof)]
+
+
+def _cost(chain: Sequence[FusionStep], ceiling: float) -> ChainCost:
+    time_ns = sum(step.duration_ns for step in chain)
+    if not all(step.has_bytes for step in chain):
+        longest = max(step.duration_ns for step in chain)
+        return ChainCost(time_ns, np.nan, np.nan, time_ns - longest, np.nan, True)
+    moved = sum(step.read_bytes + step.write_bytes for step in chain)
+    intermediate = sum(min(a.write_bytes, b.read_bytes) for a, b in itertools.pairwise(chain))
+    remaining = max(moved - 2 * intermediate, 0.0)
+    stream_bw = max(max(step.best_bytes_per_s for step in chain), ceiling)
+    fused_ns = remaining / stream_bw * 1e9 if stream_bw > 0 else time_ns
+    return ChainCost(time_ns, moved, intermediate, max(time_ns - fused_ns, 0.0), stream_bw, False)
+
+
+def fusion_candidates(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
+    ceiling = ctx.measured_dram_ceiling.bytes_per_s if ctx.measured_dram_ceiling else 0.0
+    costs: dict[tuple[str, ...], list[ChainCost]] = defaultdict(list)
+    ranges: dict[tuple[str, ...], set[str]] = defaultdict(set)
+    for chain in chains(launches(ctx), rule.params):
+        names = tuple(step.name for step in chain)
+        ranges[names].update(*(step.ranges for step in chain))
+        costs[names].append(_cost(chain, ceiling))
+    findings = []
+    for names, occurrences in costs.items():
+        finding = _finding(rule, ctx, names, occurrences, ranges[names])
+        if not (finding.impact or 0.0) < rule.params.get("min_impact", 0.01):
+            findings.append(finding)
+    return findings
+
+
+def _values(
+    names: tuple[str, ...], occurrences: list[ChainCost], ctx: ProgramContext, saved_ns: float
+) -> dict[str, object]:
+    """The values of NSD410's templates (program_values.PROGRAM_VALUES["fusion_candidates"])."""
+    labels = short_names(names)
+    count = len(occurrences)
+    by_names = occurrences[0].by_names
+    moved = sum(c.moved_bytes for c in occurrences)
+    intermediate = sum(c.intermediate_bytes for c in occurrences)
+    fused = max(moved - 2 * intermediate, 0) if not by_names else np.nan
+    return {
+        "operations": len(names),
+        "chain": " -> ".join(labels[n] for n in names),
+        "occurrences": count,
+        "per_iteration": (
+            f", {count / ctx.iterations:.3g} per iteration"
+            if ctx.iterations and count >= ctx.iterations
+            else ""
+        ),
+        "chain_traffic": _traffic(by_names, intermediate, moved, fused),
+        "intermediate_mb": intermediate / 1e6,
+        "moved_mb": moved / 1e6,
+        "fused_mb": fused / 1e6,
+        "saved_ms": saved_ns / 1e6,
+    }
+
+
+def _traffic(by_names: bool, intermediate: float, moved: float, fused: float) -> str:
+    if by_names:
+        return (
+            "each named as an elementwise operation that reads what the previous one wrote (no "
+            "ncu byte counts: estimated from the kernels' names and durations). A fused kernel "
+            "streams the data once, as the longest of them does."
+        )
+    return (
+        f"pass {intermediate / 1e6:.0f} MB of intermediates through DRAM (written, then read "
+        f"back): {moved / 1e6:.0f} MB moved where a fused kernel would move {fused / 1e6:.0f} MB."
+    )
+
+
+def _evidence(rule: RuleSpec, occurrences: list[ChainCost]) -> tuple[Evidence, ...]:
+    time_ns = sum(c.time_ns for c in occurrences)
+    if occurrences[0].by_names:
+        return (
+            Evidence("chain_time_ns", time_ns),
+            Evidence("chain_occurrences", float(len(occurrences))),
+        )
+    return (
+        Evidence("chain_time_ns", time_ns),
+        Evidence("dram_bytes_moved", sum(c.moved_bytes for c in occurrences)),
+        Evidence(
+            "intermediate_bytes",
+            sum(c.intermediate_bytes for c in occurrences),
+            ">=",
+            rule.params.get("min_intermediate_bytes", 1e6),
+        ),
+        Evidence("fused_bandwidth_bytes_per_s", occurrences[-1].stream_bytes_per_s),
+    )
+
+
+def _finding(
+    rule: RuleSpec,
+    ctx: ProgramContext,
+    names: tuple[str, ...],
+    occurrences: list[ChainCost],
+    ranges: set[str],
+) -> Finding:
+    time_ns = sum(c.time_ns for c in occurrences)
+    saved_ns = sum(c.saved_ns for c in occurrences)
+    message, fix = program_text(rule, _values(names, occurrences, ctx, saved_ns))
+    return Finding(
+        rule=rule.id,
+        cause=rule.cause,
+        title=rule.title,
+        impact=share_of(saved_ns, ctx.wall_ns),
+        recoverable=saved_ns / time_ns if time_ns else 0.0,
+        message=message,
+        fix=fix,
+        impact_basis=rule.impact_basis,
+        evidence=_evidence(rule, occurrences),
+        kernel=names[0],
+        range=", ".join(sorted(r for r in ranges if r)) or None,
+        saved_ns=saved_ns,
+        details=FusionChain(names, len(occurrences)),
+        estimate="names" if occurrences[0].by_names else "metrics",
+    )

@@ -1,0 +1,160 @@
+"""Why the late rank of a distributed run is late, from what it does that the others don't.
+
+A rank that makes the others wait is late for a reason that shows in its own timeline:
+- its host stalls: stretches of a millisecond or more with no CUDA call on the threads that
+  launch its kernels (data loading, preprocessing, Python work before the step's kernels);
+- its GPU computes more: extra kernels, or the same kernels on a slower GPU;
+- it spends longer in an NVTX range than the others (its own annotation of the extra work).
+
+When none of them accounts for its lateness, its host runs the same work as the others, call for
+call, only slower throughout the step. That is what a busier or slower CPU core looks like, and
+also what the profiler's own overhead does: nsys slows each traced process by a different amount.
+On the two-H200 machine the same balanced DDP program (tests/data/multi_gpu) ran 10-13 ms per
+step without a profiler and 15-21 ms under nsys; in five of ten traces one rank arrived last at
+nearly every collective, 3.6-7.3 ms per step, spread over its ~1000 host gaps per step (none
+of 1 ms), a different rank from run to run. A deliberate 12 ms data-loading delay shows instead
+as 12.4 ms per step of host stalls on the late rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from nsdiag.analysis.region.choose import Window
+from nsdiag.model.ranks import rank_of
+
+STALL_NS = 1_000_000.0  # a host gap this long on the launching threads is a stall, not overhead
+SAMPLED_OTHERS = 15  # other ranks whose stalls give the median (evenly spaced; 256 ranks: 16 read)
+EXPLAINED = 0.5  # a cause that accounts for half the lateness or more explains it
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """What the late rank does more than the median other rank, ns per iteration."""
+
+    rank: int  # the rank that delays the others most
+    delay_ns: float  # how late it reaches the collectives (after the next-latest rank)
+    last_at: int  # collectives it reached last
+    collectives: int  # collectives in the region
+    share: float  # its part of the delays every rank caused (1: only it ever arrives last)
+    stall_ns: float  # more host-stall time (gaps >= STALL_NS with no CUDA call)
+    largest_stall_ns: float  # its longest host stall in the region
+    others_stall_ns: float  # the median other rank's host-stall time
+    extra_compute_ns: float  # more GPU computation
+    extra_idle_ns: float  # more GPU idle time
+    ranges: tuple[tuple[str, float], ...] = ()  # NVTX ranges it spends longer in, longest first
+
+    def _largest(self) -> tuple[str, float]:
+        parts = {
+            "host-stall": self.stall_ns,
+            "extra-gpu-work": self.extra_compute_ns,
+            "nvtx-range": self.ranges[0][1] if self.ranges else 0.0,
+        }
+        return max(parts.items(), key=lambda kv: kv[1])
+
+    @property
+    def explained(self) -> float:
+        """The largest cause's share of the delay."""
+        return self._largest()[1] / self.delay_ns if self.delay_ns > 0 else 0.0
+
+    @property
+    def cause(self) -> str | None:
+        """host-stall, extra-gpu-work or nvtx-range: the largest one, when it explains at least
+        half of the delay; None when nothing does (the host is slower throughout)."""
+        return self._largest()[0] if self.explained >= EXPLAINED else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "delay_ns": self.delay_ns,
+            "last_at": self.last_at,
+            "collectives": self.collectives,
+            "share": self.share,
+            "stall_ns": self.stall_ns,
+            "largest_stall_ns": self.largest_stall_ns,
+            "others_stall_ns": self.others_stall_ns,
+            "extra_compute_ns": self.extra_compute_ns,
+            "extra_idle_ns": self.extra_idle_ns,
+            "ranges": [{"name": n, "extra_ns": v} for n, v in self.ranges],
+            "cause": self.cause,
+        }
+
+
+def host_stalls(
+    api_calls: pd.DataFrame, windows: tuple[Window, ...], only: Sequence[int] | None = None
+) -> dict[int, tuple[float, float]]:
+    """Per rank (of `only`, else every one): (total, longest) host stall in the windows, ns. A
+    stall is a gap of STALL_NS or more between the CUDA calls of the threads that launch kernels
+    (other threads, such as NCCL's watchdog polling its events, would cut a stall into
+    pieces)."""
+    if not len(api_calls) or "thread_id" not in api_calls or not windows:
+        return {}
+    if only is not None:
+        api_calls = api_calls[np.isin(rank_of(api_calls), list(only))]
+    ranks = rank_of(api_calls)
+    thread = ranks * (1 << 32) + api_calls["thread_id"].to_numpy("int64")
+    launches = api_calls["name"].astype(str).str.contains("Launch", regex=False).to_numpy()
+    starts = api_calls["start_ns"].to_numpy("float64")
+    ends = api_calls["end_ns"].to_numpy("float64")
+    edges = np.array([w[0] for w in windows], dtype="float64")
+    window = np.searchsorted(edges, starts, side="right") - 1
+    closes = np.array([w[1] for w in windows], dtype="float64")
+    keep = np.isin(thread, thread[launches]) & (window >= 0)
+    keep &= ends <= closes[np.clip(window, 0, None)]
+    calls = pd.DataFrame(
+        {"rank": ranks[keep], "window": window[keep], "start": starts[keep], "end": ends[keep]}
+    ).sort_values(["rank", "window", "start"], kind="stable")
+    group = calls.groupby(["rank", "window"], sort=False)
+    reach = group["end"].cummax().shift(1)  # how far the earlier calls of its group reach
+    first = group.cumcount() == 0
+    gap = (calls["start"] - reach).where(~first, 0.0)
+    stalls = calls.assign(gap=gap)[gap >= STALL_NS]
+    found = {int(r): (0.0, 0.0) for r in np.unique(ranks[keep])}
+    summary = stalls.groupby("rank")["gap"].agg(["sum", "max"])
+    for rank, total, longest in zip(
+        summary.index.to_numpy("int64"), summary["sum"], summary["max"], strict=True
+    ):
+        found[int(rank)] = (float(total), float(longest))
+    return found
+
+
+def longer_ranges(
+    nvtx: pd.DataFrame,
+    windows: tuple[Window, ...],
+    late: int,
+    per: int,
+    at_least: float,
+    step_ns: float,
+) -> tuple[tuple[str, float], ...]:
+    """NVTX ranges (starting in the windows) the late rank spends at least `at_least` ns per
+    iteration longer in than the median other rank, longest first (at most three). Ranges that
+    take half the step or more on the other ranks (the iteration's own range) span the waiting
+    too, and explain nothing."""
+    if not len(nvtx) or "rank" not in nvtx:
+        return ()
+    starts = nvtx["start_ns"].to_numpy("float64")
+    inside = np.zeros(len(nvtx), dtype=bool)
+    for w_start, w_end in windows:
+        inside |= (starts >= w_start) & (starts < w_end)
+    frame = pd.DataFrame(
+        {
+            "rank": rank_of(nvtx)[inside],
+            "name": nvtx["name"].astype(str).to_numpy()[inside],
+            "ns": pd.to_numeric(nvtx["duration_ns"], errors="coerce")
+            .fillna(0)
+            .to_numpy(dtype="float64")[inside],
+        }
+    )
+    table = frame.groupby(["name", "rank"])["ns"].sum().unstack().fillna(0.0)
+    if late not in table.columns or len(table.columns) < 2:
+        return ()
+    others = table.drop(columns=[late]).median(axis=1) / max(per, 1)
+    extra = table[late] / max(per, 1) - others
+    spans = others >= 0.5 * step_ns
+    found = extra[(extra >= at_least) & ~spans].sort_values(ascending=False).head(3)
+    return tuple((str(n), float(v)) for n, v in found.items())

@@ -1,0 +1,122 @@
+"""layout-conversion: kernels that only convert tensors between layouts (NCHW <-> NHWC).
+
+A launch is a layout conversion when its name says so (kernel_facts kind `layout-conversion`,
+such as cuDNN's nchwToNhwc/nhwcToNchw, or a transpose/permute kernel the name parser gives no
+other kind), or when it is a copy whose profiled loads or stores use under half of each 32-byte
+sector (a permuting copy such as x.contiguous() on a channels_last tensor). Kernels whose names
+only mention a layout (`batch_norm_transform_input_channels_last_kernel` normalises a tensor
+that is already channels_last) are not conversions. The time is measured on the region's
+launches: the timeline's where there is one, else the profiled launches.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from nsdiag.analysis.diagnosis import Evidence, Finding, KernelDiagnosis, share_of
+from nsdiag.analysis.program.context import ProgramContext
+from nsdiag.analysis.program.launch_sequence import launches
+from nsdiag.analysis.program.values import program_text
+from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.model.kernel_facts import parse_kernel_name
+from nsdiag.model.matching import signature_key
+from nsdiag.model.names import short_names
+from nsdiag.model.values import number
+
+_COPY_NAME = re.compile(r"copy", re.IGNORECASE)
+_LAYOUT_NAME = re.compile(
+    r"nchw.?to.?nhwc|nhwc.?to.?nchw|transpose|permute|convert_?(?:format|layout)", re.IGNORECASE
+)
+_OTHER_WORK = frozenset(
+    {"gemm", "conv-fprop", "conv-dgrad", "conv-wgrad", "attention", "normalization", "reduction",
+     "softmax", "pooling", "loss", "optimizer", "communication"}
+)  # fmt: skip
+
+
+def named_conversion(name: str) -> bool:
+    """The kernel's name says it converts layouts, and says it does nothing else."""
+    kind = parse_kernel_name(name).kind
+    if kind == "layout-conversion":
+        return True
+    return kind not in _OTHER_WORK and bool(_LAYOUT_NAME.search(name))
+
+
+def strided_copy(k: KernelDiagnosis) -> bool:
+    """A copy whose accesses are strided: a plain copy is coalesced on both sides, a
+    transposing one (NCHW <-> NHWC) cannot be on both."""
+    if not _COPY_NAME.search(k.name):
+        return False
+    per_sector = [
+        number(k.metrics.get(m))
+        for m in ("global_load_bytes_per_sector", "global_store_bytes_per_sector")
+    ]
+    return any(v is not None and 0 < v < 16 for v in per_sector)
+
+
+def _conversions(ctx: ProgramContext) -> pd.DataFrame:
+    sequence = launches(ctx)
+    strided = {signature_key(k.name, "", "")[3] for k in ctx.kernels if strided_copy(k)}
+    names = sequence["name"].unique()
+    marked = {n for n in names if named_conversion(n) or signature_key(n, "", "")[3] in strided}
+    return sequence[sequence["name"].isin(marked)]
+
+
+def layout_conversions(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
+    found = _conversions(ctx)
+    if not len(found) or not ctx.wall_ns:
+        return []
+    time_ns = float(found["duration_ns"].sum())
+    share = time_ns / ctx.wall_ns
+    min_share = rule.params.get("min_share", 0.01)
+    if share < min_share:
+        return []
+    per_kernel = (
+        found.groupby("name", sort=False)["duration_ns"]
+        .agg(["size", "sum"])
+        .sort_values("sum", ascending=False)
+    )
+    labels = short_names(str(n) for n in per_kernel.index)
+    moved = _bytes(found)
+    values = {
+        "share_pct": share * 100,
+        "time_us": time_ns / 1e3,
+        "launches": len(found),
+        "kernels": ", ".join(
+            f"{labels[str(name)]} ({int(row['size'])}x, {row['sum'] / 1e3:.0f} us)"
+            for name, row in per_kernel.head(5).iterrows()
+        ),
+        "moved_mb": moved / 1e6 if moved else None,
+        "moved": f"; they move {moved / 1e6:.0f} MB and compute nothing" if moved else "",
+        "saved_ms": time_ns / 1e6,
+    }
+    message, fix = program_text(rule, values)
+    timed = "timeline" if ctx.session.has_timeline() else "metrics"
+    return [
+        Finding(
+            rule=rule.id,
+            cause=rule.cause,
+            title=rule.title,
+            impact=share_of(time_ns, ctx.wall_ns),
+            recoverable=1.0,
+            message=message,
+            fix=fix,
+            impact_basis=rule.impact_basis,
+            evidence=(
+                Evidence("layout_time_share", share, ">=", min_share),
+                Evidence("layout_time_ns", time_ns),
+                Evidence("layout_dram_bytes", moved or None),
+            ),
+            kernel=str(per_kernel.index[0]),
+            saved_ns=time_ns,
+            details={"kernels": [str(n) for n in per_kernel.index]},
+            estimate=timed,
+        )
+    ]
+
+
+def _bytes(found: pd.DataFrame) -> float:
+    total = (found["read_bytes"] + found["write_bytes"]).sum(min_count=1)
+    value = number(total)
+    return value or 0.0

@@ -1,0 +1,143 @@
+"""A timeline analysis's finding: its saving as a share of the analysed region's wall time (the
+currency every finding shares), and of the wall time of its NVTX range, with the details every
+timeline finding carries."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import pandas as pd
+
+from nsdiag.analysis.diagnosis import Evidence, Finding, share_of
+from nsdiag.analysis.program.context import ProgramContext
+from nsdiag.analysis.program.timeline.nvtx import UNNAMED, label
+from nsdiag.analysis.program.timeline.view import TimelineView
+from nsdiag.analysis.program.values import program_text
+from nsdiag.analysis.rules.spec import RuleSpec, default_rules
+from nsdiag.model.session import Session
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What an analysis found on one device and NVTX range ("" outside ranges)."""
+
+    device: int
+    range: str
+    saved_ns: float
+    values: Mapping[str, Any]  # for the rule's templates, besides the range's (range_values)
+    evidence: tuple[Evidence, ...]
+    details: Mapping[str, Any]
+
+
+def by_range(frame: pd.DataFrame) -> Iterator[tuple[int, str, pd.DataFrame]]:
+    """The frame's rows per device and NVTX range, in order of appearance."""
+    for key, group in frame.groupby(["device", "range"], sort=False):
+        device, name = cast(tuple[int, str], key)
+        yield int(device), str(name), group
+
+
+Drafter = Callable[[int, str, pd.DataFrame, float], Draft | None]
+
+
+def per_range(
+    rule: RuleSpec,
+    ctx: ProgramContext,
+    frame: pd.DataFrame,
+    saved_ns: Callable[[pd.DataFrame], float],
+    draft: Drafter,
+    min_impact: float,
+) -> list[Finding]:
+    """A finding per device and NVTX range of `frame` whose saving reaches the rule's
+    min_impact (`min_impact` where the rule sets none) and that `draft` describes (it returns
+    None for a range that is not a finding)."""
+    findings = []
+    for device, name, group in by_range(frame):
+        saved = saved_ns(group)
+        if worth_reporting(rule, ctx, saved, min_impact):
+            found = draft(device, name, group, saved)
+            if found is not None:
+                findings.append(make_finding(rule, ctx, found))
+    return findings
+
+
+def param(rule: RuleSpec, key: str, default: float) -> float:
+    return float(rule.params.get(key, default))
+
+
+def peer_params(cause: str, rules: Sequence[RuleSpec] = ()) -> dict[str, float]:
+    """Another program rule's thresholds, among the rules applied (default: the shipped ones;
+    the overlap analysis reuses the pinned-copy model)."""
+    return next(
+        (
+            dict(r.params)
+            for r in (rules or default_rules())
+            if r.scope == "program" and r.cause == cause
+        ),
+        {},
+    )
+
+
+def share(rule: RuleSpec, ctx: ProgramContext, saved_ns: float, default: float) -> Evidence:
+    """The saving as a share of the region's wall time, next to the rule's min_impact."""
+    return Evidence("impact", saved_ns / ctx.wall_ns, ">=", param(rule, "min_impact", default))
+
+
+def worth_reporting(rule: RuleSpec, ctx: ProgramContext, saved_ns: float, default: float) -> bool:
+    """Whether the saving reaches the rule's min_impact share of the region's wall time."""
+    return ctx.wall_ns > 0 and not saved_ns / ctx.wall_ns < param(rule, "min_impact", default)
+
+
+def range_wall_ns(session: Session, v: TimelineView, name: str, device: int) -> float:
+    """Wall time of a range: its NVTX instances' total, or the device span for unnamed work."""
+    nvtx = session.nvtx_ranges
+    if name != UNNAMED and len(nvtx):
+        total = float(nvtx.loc[nvtx["name"] == name, "duration_ns"].sum())
+        if total > 0:
+            return total
+    start, end = v.spans.get(device, (0, 0))
+    return float(end - start)
+
+
+def range_values(draft: Draft, v: TimelineView | None = None) -> dict[str, Any]:
+    """The template values every timeline finding has (program_values.RANGE_VALUES). Where the
+    view's lanes are ranks, the device is the rank's and the label names the rank."""
+    rank = v.rank_of(draft.device) if v is not None else None
+    return {
+        "range_label": label(draft.range) if rank is None else f"rank {rank}, {label(draft.range)}",
+        "range": draft.range,
+        "device": int(v.device_of(draft.device) if v is not None else draft.device),
+        "saved_ms": draft.saved_ns / 1e6,
+    }
+
+
+def make_finding(rule: RuleSpec, ctx: ProgramContext, draft: Draft) -> Finding:
+    v = ctx.view
+    message, fix = program_text(rule, {**range_values(draft, v), **draft.values})
+    start, end = v.spans.get(draft.device, (0, 0))
+    wall = range_wall_ns(ctx.session, v, draft.range, draft.device)
+    rank = v.rank_of(draft.device)
+    details = {
+        "device": int(v.device_of(draft.device)),
+        **({"rank": rank} if rank is not None else {}),
+        "span_ns": v.total_span_ns,
+        "device_span_ns": float(end - start),
+        "range_wall_ns": wall,
+        **draft.details,
+    }
+    return Finding(
+        rule=rule.id,
+        cause=rule.cause,
+        title=rule.title,
+        impact=share_of(draft.saved_ns, ctx.wall_ns),
+        recoverable=min(draft.saved_ns / wall, 1.0) if wall else 0.0,
+        message=message,
+        fix=fix,
+        impact_basis=rule.impact_basis,
+        evidence=draft.evidence,
+        range=draft.range or None,
+        saved_ns=float(draft.saved_ns),
+        details=details,
+        estimate="timeline",
+    )

@@ -1,0 +1,85 @@
+"""The session seen through its analysed region: what falls inside, and the profiled kernels
+weighed by the time they take there.
+
+An activity belongs to the region when the host launched it inside one of the region's windows
+(its API call; its GPU start where the call is unknown), a CUDA call when it starts inside, an
+NVTX range when it overlaps. Profiled kernels (ncu) take their share from the region's kernel
+launches, matched as at profile time (model/matching.py); kernels that ran only outside the
+region (warm-up, autotuning candidates, start-up) drop out of the diagnosis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from nsdiag.analysis.kernel.signatures import signature_keys
+from nsdiag.analysis.region.choose import Region, launch_times
+from nsdiag.model.launches import kernel_launches
+from nsdiag.model.matching import timeline_weights
+from nsdiag.model.session import Session
+
+TIMELINE_WEIGHTS = (
+    "timeline_launches",
+    "timeline_total_ns",
+    "timeline_variant",
+    "timeline_variants",
+)
+
+
+def restrict(session: Session, region: Region) -> Session:
+    """The session's timeline, CUDA calls and NVTX ranges inside the region; its kernels table
+    (ncu) as it is."""
+    timeline = session.timeline
+    inside = region.contains(launch_times(timeline)) if len(timeline) else np.zeros(0, dtype=bool)
+    api = session.api_calls
+    api_inside = (
+        region.contains(api["start_ns"].to_numpy("int64")) if len(api) else np.zeros(0, dtype=bool)
+    )
+    nvtx = session.nvtx_ranges
+    if len(nvtx):
+        starts, ends = nvtx["start_ns"].to_numpy("int64"), nvtx["end_ns"].to_numpy("int64")
+        overlaps = np.zeros(len(nvtx), dtype=bool)
+        for w_start, w_end in region.windows:
+            overlaps |= (starts < w_end) & (ends > w_start)
+        nvtx = nvtx[overlaps]
+    return replace(
+        session,
+        timeline=timeline[inside].reset_index(drop=True),
+        api_calls=api[api_inside].reset_index(drop=True) if len(api) else api,
+        nvtx_ranges=nvtx.reset_index(drop=True),
+    )
+
+
+@dataclass(frozen=True)
+class RegionKernels:
+    """The profiled kernels with their launches and time in the region."""
+
+    kernels: pd.DataFrame  # rows of session.kernels that ran in the region, timeline_* columns set
+    outside: int  # profiled signatures that ran only outside the region
+    matched: (
+        bool  # False: no profiled kernel matched the region's launches (weights left as they were)
+    )
+
+
+def weigh_by_region(kernels: pd.DataFrame, region_timeline: pd.DataFrame) -> RegionKernels:
+    """Each profiled launch with its signature's launch count and total time in the region."""
+    launches = (
+        region_timeline[region_timeline["kind"] == "kernel"]
+        if len(region_timeline)
+        else region_timeline
+    )
+    if not len(kernels) or not len(launches):
+        return RegionKernels(kernels, 0, False)
+    weighed = timeline_weights(
+        kernels.drop(columns=[c for c in TIMELINE_WEIGHTS if c in kernels]),
+        kernel_launches(launches),
+    )
+    ran = weighed["timeline_total_ns"].notna()
+    if not ran.any():
+        return RegionKernels(kernels, 0, False)
+    signature = signature_keys(weighed)
+    outside = len(set(signature[~ran]) - set(signature[ran]))
+    return RegionKernels(weighed[ran].reset_index(drop=True), outside, True)

@@ -1,0 +1,139 @@
+"""What ran before the analysed region: start-up and warm-up, summarised on one line and never
+ranked against the region's findings.
+
+The time from the first event of the trace to the region is split into parts that add up: the
+warm-up iterations the region left out, and before them the CUDA calls by kind (module loading,
+memory allocation, initialisation, other calls) and the host's time outside any CUDA call
+(imports, model construction, data preparation, compilation).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from nsdiag.analysis.region.choose import Region
+from nsdiag.model.intervals import union_ns
+
+_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "module loading",
+        re.compile(
+            r"^(?:cu(?:Library|Module)(?:Load|GetFunction|GetKernel|Unload)|cuGetProcAddress"
+            r"|cudaGetDriverEntryPoint)"
+        ),
+    ),
+    (
+        "memory allocation",
+        re.compile(
+            r"^(?:cuda|cu)(?:Malloc|MemAlloc|MemCreate|MemMap|MemSetAccess|MemAddressReserve"
+            r"|HostAlloc|MallocHost|MemHostAlloc|HostRegister|Free|MemFree|MemRelease|MemUnmap)"
+        ),
+    ),
+    (
+        "CUDA initialisation",
+        re.compile(r"^(?:cuInit|cuDevicePrimaryCtx|cuCtxCreate|cudaSetDevice|cudaGetDevice)"),
+    ),
+)
+OTHER_CALLS = "other CUDA calls"
+MIN_STARTUP_NS = 1e6  # less before the region is not worth a line (a capture that starts at it)
+HOST = "host work outside CUDA calls"
+
+
+@dataclass(frozen=True)
+class StartupPart:
+    name: str
+    time_ns: float
+    detail: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {"name": self.name, "time_ns": self.time_ns, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Startup:
+    """The time before the region and its parts, largest first."""
+
+    time_ns: float
+    parts: tuple[StartupPart, ...]
+    after_ns: float = 0.0  # after the region to the end of the trace (teardown, a final pass)
+
+    def line(self, top: int = 3) -> str:
+        parts = ", ".join(
+            f"{p.name} {_ms(p.time_ns)}" + (f" ({p.detail})" if p.detail else "")
+            for p in self.parts[:top]
+        )
+        head = f"start-up and warm-up: {_ms(self.time_ns)} before the analysed region, not ranked"
+        return head + (f": {parts}" if parts else "")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "time_ns": self.time_ns,
+            "after_ns": self.after_ns,
+            "parts": [p.to_json() for p in self.parts],
+            "line": self.line(),
+        }
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.3g} ms" if ns < 1e9 else f"{ns / 1e9:.3g} s"
+
+
+def _calls_before(api: pd.DataFrame, t0: int, end: int) -> pd.DataFrame:
+    if not len(api):
+        return api
+    calls = api[(api["start_ns"] >= t0) & (api["start_ns"] < end)]
+    return calls.assign(end_ns=np.minimum(calls["end_ns"].to_numpy("int64"), end))
+
+
+def _call_parts(calls: pd.DataFrame) -> list[StartupPart]:
+    """CUDA calls by kind, each call counted in the first kind it matches."""
+    names = calls["name"].astype(str)
+    left = pd.Series(True, index=calls.index)
+    parts = []
+    for label, pattern in (*_KINDS, (OTHER_CALLS, re.compile(""))):
+        mine = calls[left & names.str.contains(pattern)]
+        left &= ~calls.index.isin(mine.index)
+        if not len(mine):
+            continue
+        time = union_ns(mine["start_ns"].to_numpy("int64"), mine["end_ns"].to_numpy("int64"))
+        top = mine["name"].value_counts().head(2)
+        detail = ", ".join(f"{n} x{c}" for n, c in top.items())
+        parts.append(StartupPart(label, time, detail))
+    return parts
+
+
+def summarise(region: Region, api: pd.DataFrame) -> Startup | None:
+    """The start-up before `region`, or None when the region starts with the trace (or within
+    MIN_STARTUP_NS of it)."""
+    t0 = region.trace_start_ns
+    if region.start_ns - t0 < MIN_STARTUP_NS:
+        return None
+    first = region.warmup[0].start_ns if region.warmup else region.start_ns
+    parts: list[StartupPart] = []
+    if region.warmup:
+        walls = float(sum(i.wall_ns for i in region.warmup))
+        steady = region.iteration_median_ns or 0.0
+        extra = walls - steady * len(region.warmup)
+        detail = (
+            f"{_ms(extra)} more than steady iterations: autotuning, compilation, lazy loading, "
+            "allocator growth"
+        )
+        parts.append(StartupPart(f"{len(region.warmup)} warm-up iteration(s)", walls, detail))
+    calls = _calls_before(api, t0, first)
+    covered = 0.0
+    if len(calls):
+        parts += _call_parts(calls)
+        covered = union_ns(calls["start_ns"].to_numpy("int64"), calls["end_ns"].to_numpy("int64"))
+    host = max(first - t0 - covered, 0.0)
+    if host > 0:
+        parts.append(StartupPart(HOST, host, "imports, model construction, data preparation"))
+    parts.sort(key=lambda p: -p.time_ns)
+    return Startup(
+        float(region.start_ns - t0),
+        tuple(parts),
+        float(max(region.trace_end_ns - region.end_ns, 0)),
+    )

@@ -1,0 +1,256 @@
+"""The names a rule may use, in one registry, and the values a kernel rule sees.
+
+A rule's condition, impact, evidence and message read names from:
+- catalogue metrics (nsdiag/model/catalogue.py): per launch; on a kernel signature, the mean
+  over its profiled launches (so `duration_ns` is the signature's mean launch);
+- derived metrics (`derived.DERIVED_METRICS`), computed per launch from catalogue metrics;
+- signature values (`SIGNATURE_VALUES`), computed when launches are grouped into signatures;
+- context values (`CONTEXT_VALUES`), computed per signature from its verdict, roofline and share
+  of GPU time: adding one is one entry here;
+- named constants (`CONSTANTS`), thresholds that the code and the rules share;
+- a rule's own `params`.
+The rule loader accepts exactly these names (`rule_names`), so a typo fails when rules load.
+A rule's message and fix may name the values of the condition's registry but not CONSTANTS or
+params (kernel_values does not give them), and also text values: words computed per signature
+for the message (which side of the memory traffic, which kind of kernel, what limits occupancy),
+never read by a condition (`TEXT_VALUES`, `FACT_TEXT_VALUES`, derived.DERIVED_TEXTS). The loader
+checks both templates against `template_names`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nsdiag.analysis.kernel.derived import DERIVED_METRICS, DERIVED_TEXTS
+from nsdiag.analysis.kernel.gemm_reference import GemmReference, is_fallback
+from nsdiag.analysis.kernel.roofline import RooflinePosition
+from nsdiag.analysis.kernel.verdict import LAUNCH_NS, SATURATED_PCT, Verdict
+from nsdiag.model.catalogue import CATALOGUE
+from nsdiag.model.gpu_units import FP_PIPES
+from nsdiag.model.kernel_facts import parse_kernel_name
+from nsdiag.model.values import number, number_or
+
+# A name the kernel-name schemes do not know (a user's own kernel) is a matrix product when it
+# says so. Not "mma" alone: it is in "GammaBeta" and in cuDNN's flash-attention "wgmma" names.
+_GEMM_NAME = re.compile(r"gemm|matmul", re.IGNORECASE)
+
+# Uncoalesced global access (NSD103), per side (loads, stores): the message names the sides
+# that meet the rule's condition, so both read these.
+COALESCED_BYTES = 16.0  # fewer useful bytes per 32-byte sector than this: uncoalesced
+UNCOALESCED_WASTE = 0.25  # share of a side's sectors fetched but unused, past L1, that matters
+SIDE_TRAFFIC_SHARE = 0.1  # a side with fewer sectors than this share of L2's is no memory problem
+
+CONSTANTS: dict[str, float] = {
+    "SATURATED_PCT": SATURATED_PCT,  # a unit this busy (% of peak) is saturated
+    "LAUNCH_NS": LAUNCH_NS,  # a kernel shorter than this costs about what its launch costs
+    "COALESCED_BYTES": COALESCED_BYTES,
+    "UNCOALESCED_WASTE": UNCOALESCED_WASTE,
+    "SIDE_TRAFFIC_SHARE": SIDE_TRAFFIC_SHARE,
+}
+SIGNATURE_VALUES: dict[str, str] = {
+    "launches": "Launches of the signature (the timeline's count where it knows more).",
+    "mean_duration_ns": "Mean duration of the signature's profiled launches.",
+    "total_duration_ns": "Duration of all the signature's launches together.",
+}
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """What a context value is computed from."""
+
+    launch: Mapping[str, Any]  # the signature's typical launch (its row)
+    verdict: Verdict
+    roofline: RooflinePosition
+    time_share: float
+    device_cc: str | None = None  # the GPU's compute capability, "9.0"
+    reference: GemmReference | None = None  # what aligned matrix kernels reach (its precision)
+
+
+@dataclass(frozen=True)
+class ContextValue:
+    description: str
+    compute: Callable[[KernelFacts], float]
+
+
+def matrix_kernel(name: str) -> bool:
+    """A GEMM or convolution: by its name's facts (model/kernel_facts.py) where a library naming
+    scheme knows the name, else by the words gemm/matmul in it."""
+    kind = parse_kernel_name(name).kind
+    if kind is not None:
+        return kind == "gemm" or kind.startswith("conv")
+    return bool(_GEMM_NAME.search(name))
+
+
+def _kernel_name(launch: Mapping[str, Any]) -> str:
+    return str(launch.get("demangled") or launch.get("name") or "")
+
+
+def _tile_min(facts: KernelFacts) -> float:
+    tile = parse_kernel_name(_kernel_name(facts.launch)).tile
+    return float(min(tile[:2])) if tile and len(tile) >= 2 else math.nan
+
+
+def _fp_pipe_pct(facts: KernelFacts) -> float:
+    pipes = [number(facts.launch.get(p)) for p in FP_PIPES]
+    return max((p for p in pipes if p is not None), default=math.nan)
+
+
+def _fallback_reasons(facts: KernelFacts) -> list[str]:
+    return is_fallback(
+        str(facts.launch.get("demangled") or facts.launch.get("name", "")), facts.device_cc
+    )
+
+
+def _reference_rate(facts: KernelFacts) -> float:
+    return facts.reference.flops_per_s if facts.reference is not None else math.nan
+
+
+def _of_ceiling(facts: KernelFacts) -> float:
+    pct = facts.roofline.pct_of_measured_ceiling
+    return math.nan if pct is None else pct
+
+
+CONTEXT_VALUES: dict[str, ContextValue] = {
+    "gemm_fallback": ContextValue(
+        "1 when the kernel is a GEMM or convolution running a fallback kernel on this GPU (built "
+        "for an older architecture, or aligned below 16 bytes: model/kernel_facts.py), else 0.",
+        lambda f: 1.0 if _fallback_reasons(f) else 0.0,
+    ),
+    "tensor_flops_per_s": ContextValue(
+        "Tensor-core FLOP/s the kernel reaches.", lambda f: f.roofline.achieved_tensor_flops_per_s
+    ),
+    "pct_of_tensor_roof": ContextValue(
+        "Tensor-core FLOP/s as % of the dense peak of their precision at the kernel's clock.",
+        lambda f: f.roofline.pct_of_tensor_roof,
+    ),
+    "aligned_tensor_flops_per_s": ContextValue(
+        "Tensor-core FLOP/s aligned matrix kernels of the same precision reach on this GPU "
+        "(analysis/kernel/gemm_reference.py).",
+        _reference_rate,
+    ),
+    "time_share": ContextValue("Share of the program's GPU time (0-1).", lambda f: f.time_share),
+    "mem_pct": ContextValue("The busiest memory unit, % of its peak.", lambda f: f.verdict.mem_pct),
+    "compute_pct": ContextValue(
+        "The busiest compute pipe, % of its peak.", lambda f: f.verdict.compute_pct
+    ),
+    "arithmetic_intensity": ContextValue(
+        "FLOP per DRAM byte.", lambda f: f.roofline.arithmetic_intensity
+    ),
+    "dram_tb_per_s": ContextValue(
+        "DRAM bandwidth reached, TB/s.",
+        lambda f: number_or(f.launch.get("dram_bytes_per_second"), math.nan) / 1e12,
+    ),
+    "is_gemm_like": ContextValue(
+        "1 for a GEMM or convolution (its kernel-name facts: cuBLAS, CUTLASS, cuDNN, Triton mm;"
+        " else gemm/matmul in the name), else 0.",
+        lambda f: 1.0 if matrix_kernel(_kernel_name(f.launch)) else 0.0,
+    ),
+    "gemm_tile_min": ContextValue(
+        "The smaller of the CTA tile's M and N, from the kernel's name (NaN when it states none).",
+        _tile_min,
+    ),
+    "fp_pipe_pct": ContextValue(
+        "The busiest floating-point pipe (FMA, FP64, FP16), %.", _fp_pipe_pct
+    ),
+    "dram_pct_of_ceiling": ContextValue(
+        "DRAM bandwidth as % of the session's measured ceiling (a copy kernel's).", _of_ceiling
+    ),
+}
+
+
+@dataclass(frozen=True)
+class TextValue:
+    description: str
+    compute: Callable[[Mapping[str, Any]], str]  # from the values a rule sees
+
+
+def _uncoalesced(values: Mapping[str, Any], side: str) -> bool:
+    """NSD103's condition for one side ("load", "store"), with the same constants."""
+    useful = number(values.get(f"global_{side}_bytes_per_sector"))
+    waste = number(values.get(f"global_{side}_waste"))
+    sectors = number(values.get(f"global_{side}_sectors"))
+    l2 = number(values.get("l2_sectors"))
+    if useful is None or waste is None or sectors is None or l2 is None:
+        return False
+    return (
+        0 < useful < COALESCED_BYTES
+        and waste >= UNCOALESCED_WASTE
+        and sectors >= SIDE_TRAFFIC_SHARE * l2
+    )
+
+
+def _uncoalesced_side(values: Mapping[str, Any]) -> str:
+    sides = tuple(side for side in ("load", "store") if _uncoalesced(values, side))
+    names = {("load",): "loads", ("store",): "stores", ("load", "store"): "loads and stores"}
+    return names.get(sides, "accesses")
+
+
+def _tail_label(values: Mapping[str, Any]) -> str:
+    if number(values.get("is_gemm_like")) == 1:
+        return "Wave quantisation (the tile count of a matrix kernel just over a whole wave)"
+    return "Tail effect"
+
+
+def _gemm_tile(values: Mapping[str, Any]) -> str:
+    tile = parse_kernel_name(_kernel_name(values)).tile
+    return "x".join(str(d) for d in tile[:2]) if tile else "(size not in its name)"
+
+
+TEXT_VALUES: dict[str, TextValue] = {
+    "uncoalesced_side": TextValue(
+        "Which global accesses are uncoalesced: 'loads', 'stores' or 'loads and stores'.",
+        _uncoalesced_side,
+    ),
+    "tail_label": TextValue(
+        "What a partial last wave is called: wave quantisation for a GEMM or convolution, else"
+        " tail effect.",
+        _tail_label,
+    ),
+    "gemm_tile": TextValue("The CTA tile M x N its name states, e.g. '64x8'.", _gemm_tile),
+}
+
+
+def rule_names(params: Mapping[str, float] | None = None) -> frozenset[str]:
+    """Every name a rule may read (besides CONSTANTS), with the rule's own params."""
+    return frozenset(
+        {*CATALOGUE, *DERIVED_METRICS, *SIGNATURE_VALUES, *CONTEXT_VALUES, *(params or {})}
+    )
+
+
+# Text values computed from what the context knows beyond the row (the device, the matrix
+# reference, the roofline); message-only, like TEXT_VALUES.
+FACT_TEXT_VALUES: dict[str, Callable[[KernelFacts], str]] = {
+    "fallback_reasons": lambda f: "; ".join(_fallback_reasons(f)),
+    "reference_source": lambda f: f.reference.source if f.reference else "",
+    "tensor_precision": lambda f: f.roofline.tensor_precision or "",
+}
+
+
+def template_names() -> frozenset[str]:
+    """Every name a kernel rule's message and fix may use: what kernel_values gives (the
+    signature's metrics, every context value and the text values)."""
+    return frozenset(
+        {
+            *CATALOGUE,
+            *DERIVED_METRICS,
+            *DERIVED_TEXTS,
+            *SIGNATURE_VALUES,
+            *CONTEXT_VALUES,
+            *FACT_TEXT_VALUES,
+            *TEXT_VALUES,
+        }
+    )
+
+
+def kernel_values(facts: KernelFacts) -> dict[str, Any]:
+    """What a kernel rule sees: the signature's row, every context value, and the texts its
+    message may show."""
+    values = dict(facts.launch)
+    values.update({name: value.compute(facts) for name, value in CONTEXT_VALUES.items()})
+    values.update({name: text(facts) for name, text in FACT_TEXT_VALUES.items()})
+    values.update({name: text.compute(values) for name, text in TEXT_VALUES.items()})
+    return values

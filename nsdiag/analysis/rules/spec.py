@@ -1,0 +1,299 @@
+"""Rule files (rules/NSDxxx-slug.toml): load, validate against the metric catalogue, look up.
+
+A rule is validated whole when it loads (rulefile.py: the file and its keys' types; here: ids,
+names, expressions, templates), so a malformed rule fails in one line naming its file, never
+when it fires."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from nsdiag.analysis.program.values import PROGRAM_VALUES
+from nsdiag.analysis.rules.expr import Expression, ExpressionError, parse
+from nsdiag.analysis.rules.file import DOC_SECTIONS, read_rule_file
+from nsdiag.analysis.rules.namespace import CONSTANTS, rule_names, template_names
+from nsdiag.analysis.rules.template import template_problems
+from nsdiag.errors import RuleError
+from nsdiag.resources import rules_dir
+
+# Causes whose slugs are public API (DESIGN.md); rule files may add more, never rename these.
+KERNEL_CAUSES = frozenset(
+    {
+        "dram-bandwidth-saturated",
+        "gemm-misaligned",
+        "degenerate-gemm",
+        "uncoalesced-global-access",
+        "shared-bank-conflicts",
+        "local-memory-spill",
+        "memory-latency",
+        "l2-bound",
+        "warp-divergence",
+        "compute-pipe-saturated",
+        "fp64-heavy",
+        "special-function-heavy",
+        "barrier-stall",
+        "atomic-contention",
+        "low-occupancy",
+        "tail-effect",
+        "small-grid",
+        "launch-overhead",
+        "tensor-core-unused",
+    }
+)
+PROGRAM_CAUSES = frozenset(
+    {
+        "fusion-candidate",
+        "layout-conversion",
+        "pageable-memcpy",
+        "sync-heavy",
+        "gpu-idle-gaps",
+        "no-copy-compute-overlap",
+        "launch-overhead",
+    }
+)
+
+
+_FOLDER_HINT = "--rules and NSDIAG_RULES_DIR take folders of *.toml rule files"
+_NAMES_HINT = "use names from nsdiag/model/catalogue.py or nsdiag/analysis/rules/namespace.py"
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    id: str
+    cause: str
+    title: str
+    scope: str  # "kernel" or "program"
+    # Missing metrics: a name in `requires` that is missing skips the rule for that kernel; a
+    # name in `defaults` that is missing takes its default; any other name the condition reads
+    # that is missing skips the rule too (never a silent true or false).
+    requires: tuple[str, ...]
+    condition: Expression | None  # kernel rules
+    impact: Expression | None  # recoverable fraction of the kernel's time, 0..1
+    impact_basis: str  # the assumption behind `impact`, shown to users
+    evidence: tuple[str, ...]
+    # str.format templates (analysis/rules/template.py) over the values a kernel rule sees
+    # (rule_context.template_names) or a program rule's analysis gives (program_values)
+    message: str
+    fix: str
+    doc: dict[str, str | list[str]]
+    params: dict[str, float] = field(default_factory=dict)  # program analyses' thresholds
+    analysis: str = ""  # program rules: the analysis that implements them
+    path: str = ""
+    defaults: dict[str, float] = field(default_factory=dict)  # name -> value when missing
+
+
+def _text(data: dict[str, Any], key: str, path: Path) -> str:
+    value = data.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise RuleError(f"{path}: missing or empty '{key}'", "every rule needs it")
+    return value.strip()
+
+
+def _expr(
+    data: dict[str, Any], key: str, path: Path, known: frozenset[str], constants: dict[str, float]
+) -> Expression | None:
+    if key not in data:
+        return None
+    try:
+        expression = parse(data[key], constants)
+    except ExpressionError as exc:
+        raise RuleError(f"{path}: malformed {key}: {exc}", "fix the rule file") from exc
+    unknown = sorted(expression.names - known)
+    if unknown:
+        raise RuleError(f"{path}: {key} names unknown metric(s) {', '.join(unknown)}", _NAMES_HINT)
+    return expression
+
+
+_ID = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_SLUG = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
+
+def _identity(data: dict[str, Any], path: Path) -> tuple[str, str, str]:
+    rule_id, cause, scope = (_text(data, key, path) for key in ("id", "cause", "scope"))
+    if not _ID.fullmatch(rule_id):
+        raise RuleError(f"{path}: id {rule_id!r} is not letters and digits", 'id = "NSD901"')
+    if path.name != f"{rule_id}.toml" and not path.name.startswith(f"{rule_id}-"):
+        raise RuleError(
+            f"{path}: file name must start with its id {rule_id}",
+            f"rename it {rule_id}-{cause}.toml",
+        )
+    if not _SLUG.fullmatch(cause):
+        raise RuleError(f"{path}: cause {cause!r} is not a slug", "lower-case words joined by '-'")
+    if scope not in ("kernel", "program"):
+        raise RuleError(f"{path}: scope must be 'kernel' or 'program'", "fix the rule file")
+    return rule_id, cause, scope
+
+
+def _names(data: dict[str, Any], key: str, path: Path, known: frozenset[str]) -> tuple[str, ...]:
+    names = tuple(data.get(key, []))  # rulefile checked: a list of strings
+    unknown = [n for n in names if n not in known]
+    if unknown and key == "requires":
+        raise RuleError(f"{path}: requires unknown metric(s) {', '.join(unknown)}", _NAMES_HINT)
+    if unknown:
+        raise RuleError(
+            f"{path}: {key} names unknown metric(s) {', '.join(unknown)}", "fix the rule file"
+        )
+    return names
+
+
+def _doc(data: dict[str, Any], path: Path) -> dict[str, str | list[str]]:
+    doc: dict[str, str | list[str]] = data.get("doc", {})
+    missing_doc = [s for s in DOC_SECTIONS if not doc.get(s)]
+    if missing_doc:
+        raise RuleError(
+            f"{path}: documentation section(s) missing: {', '.join(missing_doc)}",
+            f"every rule documents {', '.join(DOC_SECTIONS)}",
+        )
+    return doc
+
+
+def _params(data: dict[str, Any], path: Path, scope: str) -> dict[str, float]:
+    """`[params]`: a program analysis's thresholds; in a kernel rule, named numbers its
+    condition and impact read (they must not hide a metric's name)."""
+    params = {str(k): float(v) for k, v in data.get("params", {}).items()}
+    if scope == "kernel":
+        hidden = sorted(set(params) & (rule_names() | set(CONSTANTS)))
+        if hidden:
+            raise RuleError(
+                f"{path}: params name metric(s) or constant(s) {', '.join(hidden)}",
+                "give the thresholds names of their own",
+            )
+    return params
+
+
+def _defaults(
+    data: dict[str, Any], path: Path, requires: tuple[str, ...], read: frozenset[str]
+) -> dict[str, float]:
+    """`[defaults]`: the value a name takes when the report lacks it (numbers checked finite
+    by rulefile)."""
+    defaults: dict[str, float] = {}
+    for name, value in data.get("defaults", {}).items():
+        if name in requires:
+            raise RuleError(
+                f"{path}: {name} is both required and defaulted",
+                "a missing metric either skips the rule (requires) or takes a default",
+            )
+        if name not in read:
+            raise RuleError(
+                f"{path}: defaults name {name}, which the condition and impact do not read",
+                "remove it",
+            )
+        defaults[str(name)] = float(value)
+    return defaults
+
+
+def _analysis(data: dict[str, Any], path: Path, scope: str) -> str:
+    analysis = str(data.get("analysis", ""))
+    if scope == "program" and analysis not in PROGRAM_VALUES:
+        raise RuleError(
+            f"{path}: program rule names unknown analysis {analysis!r}",
+            f"analysis = one of {', '.join(PROGRAM_VALUES)}",
+        )
+    return analysis
+
+
+def _template_names(scope: str, analysis: str) -> tuple[Collection[str], str]:
+    """The names a rule's message and fix may use, and a hint that says where they come from."""
+    if scope == "program":
+        names = PROGRAM_VALUES[analysis]
+        return names, f"analysis {analysis} gives {', '.join(names)}"
+    return template_names(), "name values of nsdiag/analysis/rules/namespace.py: {name}, {name:.2f}"
+
+
+def _template(
+    data: dict[str, Any], key: str, path: Path, names: tuple[Collection[str], str]
+) -> str:
+    """A message or fix template, checked against the names its values will have."""
+    template = _text(data, key, path)
+    problems = template_problems(template, names[0])
+    if problems:
+        raise RuleError(f"{path}: {key} template: {'; '.join(problems)}", names[1])
+    return template
+
+
+def parse_rule(path: Path) -> RuleSpec:
+    """One rule file, validated whole: its shape (rulefile.py), then its names, expressions and
+    templates. RuleError names the file and the key."""
+    data = read_rule_file(path)
+    rule_id, cause, scope = _identity(data, path)
+    params = _params(data, path, scope)
+    known = rule_names(params)
+    requires = _names(data, "requires", path, known)
+    evidence = _names(data, "evidence", path, known)
+    doc = _doc(data, path)
+    constants = {**CONSTANTS, **params} if scope == "kernel" else dict(CONSTANTS)
+    condition = _expr(data, "condition", path, known, constants)
+    if scope == "kernel" and condition is None:
+        raise RuleError(f"{path}: kernel rules need a condition", 'add condition = "..."')
+    impact = _expr(data, "impact", path, known, constants)
+    read = frozenset().union(*(e.names for e in (condition, impact) if e is not None))
+    analysis = _analysis(data, path, scope)
+    names = _template_names(scope, analysis)
+    return RuleSpec(
+        id=rule_id,
+        cause=cause,
+        title=_text(data, "title", path),
+        scope=scope,
+        requires=requires,
+        condition=condition,
+        impact=impact,
+        impact_basis=str(data.get("impact_basis", "")).strip(),
+        evidence=evidence,
+        message=_template(data, "message", path, names),
+        fix=_template(data, "fix", path, names),
+        doc=doc,
+        params=params,
+        analysis=analysis,
+        path=str(path),
+        defaults=_defaults(data, path, requires, read),
+    )
+
+
+def load_rules(directory: Path | None = None) -> list[RuleSpec]:
+    """Every rule file (*.toml) of a folder (default: the shipped rules/), ids unique."""
+    directory = directory or rules_dir()
+    rules = [parse_rule(p) for p in rule_files(directory)]
+    seen: dict[str, str] = {}
+    for rule in rules:
+        if rule.id in seen:
+            raise RuleError(
+                f"rule id {rule.id} is used by {seen[rule.id]} and {Path(rule.path).name} "
+                f"in {directory}",
+                "ids are unique",
+            )
+        seen[rule.id] = Path(rule.path).name
+    return rules
+
+
+def rule_files(directory: Path) -> list[Path]:
+    """The rule files of a folder; RuleError when it is not a folder or holds none."""
+    try:
+        files = sorted(directory.glob("*.toml")) if directory.is_dir() else None
+    except OSError as exc:
+        raise RuleError(f"{directory}: cannot read: {exc.strerror}", "check the folder") from exc
+    if files is None:
+        raise RuleError(f"{directory}: not a folder of rule files", _FOLDER_HINT)
+    if not files:
+        raise RuleError(f"{directory}: holds no rule files (*.toml)", _FOLDER_HINT)
+    return files
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> tuple[RuleSpec, ...]:
+    """The shipped rules."""
+    return tuple(load_rules())
+
+
+def find_rule(rule_id: str, rules: Sequence[RuleSpec] | None = None) -> RuleSpec:
+    """A rule by id (any case) or cause slug, among `rules` (default: the shipped ones)."""
+    rules = default_rules() if rules is None else rules
+    for rule in rules:
+        if rule.id.lower() == rule_id.lower() or rule.cause == rule_id:
+            return rule
+    known = ", ".join(r.id for r in rules)
+    raise RuleError(f"no rule {rule_id!r}", f"known rules: {known}")

@@ -1,0 +1,143 @@
+"""Terminal rendering of a Diff (rich tables returned as a string; the CLI prints it)."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from nsdiag.analysis.diff import Diff
+from nsdiag.render import fmt
+from nsdiag.render.diff import rows
+from nsdiag.render.text import WIDTH
+
+
+def render_diff_text(diff: Diff, top: int = 15) -> str:
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer, width=WIDTH, force_terminal=False, color_system=None, highlight=False
+    )
+    for side in (diff.before, diff.after):
+        console.print(Text(rows.side_line(side), style="bold" if side.label == "before" else ""))
+    if diff.region.note:
+        console.print(Text(f"note: {diff.region.note}", style="yellow"))
+    console.print(Text(rows.region_headline(diff), style="bold"))
+    console.print(Text(f"  BEFORE {rows.spread(diff.region.before)}", style="dim"))
+    console.print(Text(f"  AFTER  {rows.spread(diff.region.after)}", style="dim"))
+    _kernels(console, diff, top)
+    _findings(console, diff)
+    return buffer.getvalue()  # the gate's line is the CLI's to print, unwrapped
+
+
+def summary(diff: Diff) -> str:
+    """`matched: 88 same kernel, 3 same library role, 1 replaced by fused; 2 gone, 1 new`."""
+    counts = Counter(m.method for m in diff.matches)
+    matched = [
+        f"{counts[m]} {rows.METHOD_LABELS[m]}"
+        for m in rows.METHOD_LABELS
+        if m not in ("gone", "new")
+        if counts[m]
+    ]
+    return f"matched: {', '.join(matched) or 'nothing'}; {counts['gone']} gone, {counts['new']} new"
+
+
+def _kernels(console: Console, diff: Diff, top: int) -> None:
+    table = Table(
+        title=f"Kernels, largest change first (time{rows.unit(diff)})", expand=True, show_lines=True
+    )
+    for name, justify in (
+        ("kernel BEFORE -> AFTER", "left"),
+        ("matched", "left"),
+        ("before", "right"),
+        ("after", "right"),
+        ("change", "right"),
+        ("launches", "right"),
+        ("verdict", "left"),
+    ):
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    ranked = sorted(rows.match_rows(diff), key=lambda r: -abs(r.match.change_ns))
+    for r in ranked[:top]:
+        m = r.match
+        kernel = r.before if m.before else r.after
+        if m.before and m.after and not m.same_kernel:
+            kernel = f"{r.before}\n-> {r.after}"
+        table.add_row(
+            kernel,
+            r.method,
+            r.before_time,
+            r.after_time,
+            f"{r.change}\n({r.change_pct})",
+            r.launches,
+            r.verdicts,
+        )
+    console.print(table)
+    hidden = len(ranked) - top
+    more = f"; {hidden} more matches (--top N, or --json)" if hidden > 0 else ""
+    console.print(Text(summary(diff) + more, style="dim"))
+
+
+def _findings(console: Console, diff: Diff) -> None:
+    checked = [c for c in diff.findings if c.status == "resolved" or c.expected_ns]
+    if checked:
+        table = Table(title="Findings resolved or shrunk: predicted against measured", expand=True)
+        for name, justify in (
+            ("rule", "left"),
+            ("where", "left"),
+            ("status", "left"),
+            ("predicted", "right"),
+            ("measured", "right"),
+            ("ratio", "right"),
+            ("how", "left"),
+        ):
+            table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        for c in checked:
+            f = c.finding
+            table.add_row(
+                f"{f.rule} {f.cause}" + ("" if c.counted or not c.expected_ns else " *"),
+                rows.where(c),
+                c.status,
+                rows.expected(diff, c),
+                rows.measured(diff, c),
+                rows.ratio(c.ratio),
+                c.how or "the saving AFTER still predicts is smaller",
+            )
+        console.print(table)
+        if any(c.expected_ns and not c.counted for c in checked):
+            console.print(
+                Text(
+                    "* its kernels are covered by a larger finding: not added to the check",
+                    style="dim",
+                )
+            )
+    if diff.check is not None:
+        console.print(Text(rows.check_line(diff), style="bold"))
+    for status, title in (
+        ("changed", "Findings whose saving changed"),
+        ("persists", "Findings that persist"),
+        ("new", "New findings"),
+    ):
+        group = [c for c in diff.findings if c.status == status]
+        if not group:
+            continue
+        console.print(Text(title, style="bold underline"))
+        for c in group[:10]:
+            f = c.finding
+            was = rows.time(diff, c.predicted_ns) if c.predicted_ns else fmt.NO_ESTIMATE
+            now = rows.time(diff, c.after_saved_ns) if c.after_saved_ns else fmt.NO_ESTIMATE
+            saving = f"saves {now}" if status == "new" else f"saves {was} -> {now}"
+            console.print(Text(f"- {f.rule} {f.cause} [{rows.where(c)}]: {saving}"))
+        if len(group) > 10:
+            console.print(Text(f"  ... {len(group) - 10} more (--json)", style="dim"))
+    unchecked = [c for c in diff.findings if c.status == "unchecked"]
+    if unchecked:
+        rules = ", ".join(sorted({c.finding.rule for c in unchecked}))
+        console.print(
+            Text(
+                f"{len(unchecked)} finding(s) of BEFORE not re-checked ({rules}): "
+                f"{unchecked[0].how}",
+                style="dim",
+            )
+        )
