@@ -34,7 +34,7 @@ before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 session = nsdiag.load(sys.argv[1])
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"before_kb": before, "peak_kb": after, "launches": len(session.kernels),
-                  "metrics": session.raw.shape[1], "warnings": session.meta.get("warnings", [])}))
+                  "metrics": session.raw.shape[1], "warnings": list(session.meta.warnings)}))
 """
 
 

@@ -1,20 +1,27 @@
 """Shared fixtures and helpers: paths to the recorded H200 data, GPU detection for `gpu` tests, a
-small phase-1 timeline for the planning tests, and stand-in ncu and nsys programs (fake tools for
-discovery, and fake profilers that run the program and write recorded reports)."""
+small phase-1 timeline for the planning tests, stand-in ncu and nsys programs (fake tools for
+discovery, and fake profilers that run the program and write recorded reports), and each
+recording read once per test session."""
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
+import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pandas as pd
 import pytest
 
+import nsdiag.readers
 from nsdiag.collect import tools
+from nsdiag.model.session import Session
+from nsdiag.readers import source as input_source
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
@@ -42,6 +49,44 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return DATA
+
+
+# ------------------------------------------------------------------------- each recording once
+
+
+_READ_ONE: Callable[..., Session] = nsdiag.readers._read_one
+_READ: dict[tuple[str, str, int, int], Session] = {}
+
+
+def _read_recordings_once(path: Path, export_nsys_rep: object = None) -> Session:
+    """nsdiag.readers' per-input read, remembered for the recordings under tests/data: hundreds of
+    tests read the same few dozen files. Only an unchanged file, read under the default size
+    limits and with no .nsys-rep exporter, is remembered; each caller gets its own deep copy, so
+    a test that changes its session changes nobody else's. Every other read (tmp_path inputs,
+    the bad-input corpus, a --max-input-mb or NSDIAG_MAX_INPUT_MB test) goes to the reader. A
+    module-level function, so that the rank reader's worker processes can be handed it."""
+    try:
+        resolved = path.resolve()
+        info = resolved.stat()
+    except OSError:
+        return _READ_ONE(path, export_nsys_rep)
+    default_limits = (
+        input_source._override_mb.get() is None and input_source.ENV_LIMIT not in os.environ
+    )
+    if (
+        export_nsys_rep is not None
+        or not default_limits
+        or DATA not in resolved.parents
+        or path.is_symlink()
+    ):
+        return _READ_ONE(path, export_nsys_rep)
+    key = (str(path), str(resolved), info.st_mtime_ns, info.st_size)  # sources name the path
+    if key not in _READ:
+        _READ[key] = _READ_ONE(path, export_nsys_rep)
+    return copy.deepcopy(_READ[key])
+
+
+nsdiag.readers._read_one = _read_recordings_once  # type: ignore[assignment]
 
 
 def load_benchmark(name: str) -> ModuleType:

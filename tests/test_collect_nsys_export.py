@@ -13,6 +13,7 @@ from nsdiag import load
 from nsdiag.collect import nsys_export
 from nsdiag.collect.argv import nsys_export_sqlite
 from nsdiag.errors import MissingDependencyError
+from nsdiag.model.meta import Source
 from nsdiag.readers import nsys_rep, reader_for
 
 
@@ -65,5 +66,5 @@ def test_nsys_rep_is_exported_with_the_nsys_found(
     report = tmp_path / "my run.nsys-rep"
     report.write_bytes(b"report")
     session = load(report)
-    assert session.meta["sources"] == [{"path": str(report), "format": "nsys-rep"}]
+    assert session.meta.sources == (Source(str(report), "nsys-rep"),)
     assert len(session.timeline) == 1043

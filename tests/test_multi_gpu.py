@@ -47,12 +47,12 @@ def diagnoses() -> dict[str, object]:
 
 def test_one_trace_has_a_rank_per_process() -> None:
     session = nsdiag.load(STRAGGLER)
-    ranks = session.meta["ranks"]
-    assert [(r["rank"], r["device"], r["rank_from"]) for r in ranks] == [
+    ranks = session.meta.ranks or ()
+    assert [(r.rank, r.device, r.rank_from) for r in ranks] == [
         (0, 0, "process-order"),
         (1, 1, "process-order"),
     ]
-    assert ranks[0]["process_id"] < ranks[1]["process_id"]
+    assert ranks[0].process_id < ranks[1].process_id
     kernels = session.timeline[session.timeline["kind"] == "kernel"]
     assert set(kernels["rank"]) == {0, 1}
     assert (kernels.groupby("rank")["device"].nunique() == 1).all()
@@ -61,12 +61,12 @@ def test_one_trace_has_a_rank_per_process() -> None:
 def test_per_rank_reports_merge_by_rank_from_the_environment() -> None:
     # given in reverse order: the rank comes from RANK in the recorded environment
     session = nsdiag.load(list(reversed(PER_RANK)))
-    ranks = session.meta["ranks"]
-    assert [(r["rank"], r["device"], r["rank_from"], r["host"]) for r in ranks] == [
+    ranks = session.meta.ranks or ()
+    assert [(r.rank, r.device, r.rank_from, r.host) for r in ranks] == [
         (0, 0, "env", "vm"),
         (1, 1, "env", "vm"),
     ]
-    assert [Path(r["source"]).name for r in ranks] == [p.name for p in PER_RANK]
+    assert [Path(r.source).name for r in ranks] == [p.name for p in PER_RANK]
 
 
 def test_per_rank_reports_share_one_time_axis() -> None:
@@ -106,7 +106,7 @@ def test_reports_read_in_worker_processes(tmp_path: Path) -> None:
     pooled = rank_reader.read_reports(jobs, workers=2)
     serial = [reader(p) for reader, p in jobs]
     assert [len(s.timeline) for s in pooled] == [len(s.timeline) for s in serial]
-    assert pooled[3].meta["rank_env"] == serial[3].meta["rank_env"]
+    assert pooled[3].meta.rank_env == serial[3].meta.rank_env
 
 
 def test_a_bad_report_among_many_is_one_clear_error(tmp_path: Path) -> None:
@@ -218,14 +218,14 @@ def test_session_folder_keeps_the_ranks(tmp_path: Path) -> None:
     session = nsdiag.load(PER_RANK)
     store.save(session, tmp_path / "s")
     again = store.load(tmp_path / "s")
-    assert again.meta["ranks"] == session.meta["ranks"]
+    assert again.meta.ranks == session.meta.ranks
     assert (again.timeline["rank"].to_numpy() == session.timeline["rank"].to_numpy()).all()
     assert diagnose(again).ranks.late_rank == 1  # type: ignore[union-attr]
 
 
 def test_single_process_sessions_have_no_ranks() -> None:
     session = nsdiag.load(Path(__file__).parent / "data" / "nsys" / "sync_heavy.sqlite.gz")
-    assert "ranks" not in session.meta and "rank" not in session.timeline
+    assert session.meta.ranks is None and "rank" not in session.timeline
     assert diagnose(session).ranks is None
 
 
@@ -318,10 +318,10 @@ def test_phase1_plans_on_the_chosen_rank() -> None:
 
 def test_reader_records_where_a_report_was_made() -> None:
     session = nsdiag.load(PER_RANK[1])
-    assert session.meta["host"] == "vm"
-    assert session.meta["rank_env"]["RANK"] == 1
-    assert isinstance(session.meta["session_start_utc_ns"], int)
-    assert "ranks" not in session.meta  # one process: nothing to number
+    assert session.meta.host == "vm"
+    assert (session.meta.rank_env or {})["RANK"] == 1
+    assert isinstance(session.meta.session_start_utc_ns, int)
+    assert session.meta.ranks is None  # one process: nothing to number
 
 
 def test_json_follows_the_schema(diagnoses: dict[str, object]) -> None:
@@ -348,7 +348,7 @@ def test_profile_under_torchrun_end_to_end_session(check: str) -> None:
     assert status["complete"] or (
         check == "verify2" and len(missing) == 4 and all(n.startswith("nvjet") for n in missing)
     )
-    assert {r["rank"] for r in session.meta["ranks"]} == {0, 1}
+    assert {r.rank for r in session.meta.ranks or ()} == {0, 1}
     assert len(session.kernels) >= 50  # rank 0's computation kernels, profiled
     assert not session.kernels["name"].astype(str).str.startswith("nccl").any()
     diagnosis = diagnose(session)

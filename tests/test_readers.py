@@ -14,6 +14,7 @@ import pytest
 
 import nsdiag
 from nsdiag.errors import InputError, MissingDependencyError
+from nsdiag.model.meta import Source
 from nsdiag.readers import load as read_inputs
 
 # CSV exports print two decimals; the .ncu-rep holds full precision.
@@ -72,7 +73,7 @@ def test_raw_csv_golden_values(data_dir: Path) -> None:
     assert launch["grid"] == "(16384, 1, 1)" and launch["block_size"] == 256
     assert launch["nvtx_range"] == "float4"
     assert len(session.kernels) == 42
-    assert session.meta["device"] == {"name": "NVIDIA H200", "cc": "9.0", "sm_count": 132}
+    assert session.meta.device == {"name": "NVIDIA H200", "cc": "9.0", "sm_count": 132}
 
 
 def test_base_and_auto_units_agree(data_dir: Path) -> None:
@@ -168,7 +169,7 @@ def test_several_inputs_merge(data_dir: Path) -> None:
     merged = nsdiag.load([data_dir / "reference/raw.csv.gz", data_dir / "calib/raw.csv.gz"])
     assert len(merged.kernels) == 42 + 53
     assert merged.kernels["id"].is_unique
-    assert len(merged.meta["sources"]) == 2
+    assert len(merged.meta.sources) == 2
 
 
 HEADER = (
@@ -260,7 +261,7 @@ def test_nsys_rep_is_read_through_an_export_readers_never_run(
         return output
 
     exported = read_inputs(report, export_nsys_rep=export)
-    assert exported.meta["sources"] == [{"path": str(report), "format": "nsys-rep"}]
+    assert exported.meta.sources == (Source(str(report), "nsys-rep"),)
     sibling = tmp_path / "run.sqlite"
     sibling.write_bytes(recorded)
     assert len(read_inputs(report).timeline) == len(exported.timeline)  # fresh: read as it is

@@ -210,7 +210,7 @@ def test_one_bad_cell_leaves_the_rest_of_its_column(
     others = [i for i in range(len(rows)) if i != row]
     # (the same text read by pandas' parser or by float(): equal to the last digit or two)
     np.testing.assert_allclose(values[others], _SMALL.raw[column][others], rtol=1e-12)
-    assert any(column in w and f"row {row + 1}" in w for w in session.meta["warnings"])
+    assert any(column in w and f"row {row + 1}" in w for w in session.meta.warnings)
 
 
 def test_reference_raw_reads_the_same_through_every_layer(tmp_path: Path) -> None:

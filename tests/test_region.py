@@ -7,7 +7,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from nsdiag.analysis.region.choose import Iteration, choose_region, split_warmup
+from nsdiag.analysis.region.choose import choose_region
+from nsdiag.analysis.region.steady import split_warmup
+from nsdiag.analysis.region.windows import Iteration
 from nsdiag.errors import InputError
 
 MS = 1_000_000

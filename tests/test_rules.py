@@ -273,29 +273,28 @@ def test_a_malformed_template_in_a_rules_folder_fails_to_load(tmp_path: Path) ->
 
 
 def test_every_analysis_has_registered_values_and_every_program_rule_uses_them() -> None:
-    from nsdiag.analysis.program.registry import ANALYSES
-    from nsdiag.analysis.program.values import PROGRAM_VALUES
+    from nsdiag.analysis.program.registry import PROGRAM_ANALYSES
     from nsdiag.analysis.rules.template import template_fields
 
-    assert PROGRAM_VALUES.keys() == ANALYSES.keys()
+    assert all(analysis.values for analysis in PROGRAM_ANALYSES.values())
     for rule in load_rules():
         if rule.scope == "program":
             used = {name for name, _, _ in template_fields(rule.message)}
-            assert used and used <= PROGRAM_VALUES[rule.analysis].keys(), rule.id
+            assert used and used <= PROGRAM_ANALYSES[rule.analysis].values.keys(), rule.id
 
 
 def test_program_text_formats_the_rule_templates_and_checks_the_values(tmp_path: Path) -> None:
-    from nsdiag.analysis.program.values import PROGRAM_VALUES, program_text
+    from nsdiag.analysis.program.timeline.idle import GPU_IDLE_GAPS
 
     rule = parse_rule(_rule_file(tmp_path, PROGRAM_RULE))
-    values: dict[str, object] = dict.fromkeys(PROGRAM_VALUES["gpu_idle_gaps"], None)
+    values: dict[str, object] = dict.fromkeys(GPU_IDLE_GAPS.values, None)
     values.update(range_label="NVTX range 'step'", idle_ms=1.234, host_activity="")
     values["gaps"] = 3
-    assert program_text(rule, values) == ("NVTX range 'step': idle 1.23 ms. ", "g 3")
+    assert GPU_IDLE_GAPS.text(rule, values) == ("NVTX range 'step': idle 1.23 ms. ", "g 3")
     values["idle_ms"] = nan  # missing values print n/a
-    assert program_text(rule, values)[0] == "NVTX range 'step': idle n/a ms. "
-    with pytest.raises(ValueError, match="unlike its registry"):
-        program_text(rule, {**values, "extra": 1})
+    assert GPU_IDLE_GAPS.text(rule, values)[0] == "NVTX range 'step': idle n/a ms. "
+    with pytest.raises(ValueError, match="unlike its record"):
+        GPU_IDLE_GAPS.text(rule, {**values, "extra": 1})
 
 
 def test_the_formatter_never_fails() -> None:
@@ -311,13 +310,13 @@ def test_the_formatter_never_fails() -> None:
 def test_rules_show_lists_the_values_a_template_may_use() -> None:
     from click.testing import CliRunner
 
-    from nsdiag.analysis.program.values import PROGRAM_VALUES
+    from nsdiag.analysis.program.timeline.idle import GPU_IDLE_GAPS
     from nsdiag.cli import main
 
     shown = CliRunner().invoke(main, ["rules", "show", "NSD404"])
     assert shown.exit_code == 0, shown.output
     assert "analysis: gpu_idle_gaps; its message and fix may use these values:" in shown.output
-    for name in PROGRAM_VALUES["gpu_idle_gaps"]:
+    for name in GPU_IDLE_GAPS.values:
         assert f"  {{{name}}} " in shown.output
     kernel = CliRunner().invoke(main, ["rules", "show", "NSD301"])
     assert "message shows: theoretical_occupancy_pct, occupancy_limiter," in kernel.output

@@ -18,7 +18,7 @@ import pytest
 
 from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
-from nsdiag.analysis.program.registry import ANALYSES
+from nsdiag.analysis.program.registry import PROGRAM_ANALYSES
 from nsdiag.analysis.program.timeline import overlap_summary, prepare
 from nsdiag.analysis.rules.spec import default_rules, find_rule
 from nsdiag.errors import InputError
@@ -80,9 +80,9 @@ def test_pipeline_tables(recordings: dict) -> None:
         "stream_split": 3,
         "serial_pageable": 3,
     }
-    device = session.meta["device"]
+    device = session.meta.device or {}
     assert (device["name"], device["sm_count"], device["cc"]) == ("NVIDIA H200", 132, "9.0")
-    assert session.meta["nsys_version"].startswith("2025.3")
+    assert (session.meta.nsys_version or "").startswith("2025.3")
 
 
 def test_activities_attributed_to_their_launching_range(recordings: dict) -> None:
@@ -226,7 +226,7 @@ def test_stats_gpu_trace_matches_the_sqlite_timeline(data_dir: Path, recordings:
         4.0,
     )
     assert t.loc[t["kind"] == "kernel", "grid"].iloc[1] == "(2000, 1, 1)"
-    assert session.meta["device"]["name"] == "NVIDIA H200"
+    assert (session.meta.device or {})["name"] == "NVIDIA H200"
     d = diagnose(session)  # no NVTX in a stats trace: the burst is found, unattributed
     assert ("launch-overhead", None) in found(d)
 
@@ -238,10 +238,10 @@ def test_stats_summaries_go_to_meta(data_dir: Path) -> None:
             data_dir / "nsys" / "sync_heavy_stats_cuda_api_sum.csv.gz",
         ]
     )
-    kernels = session.meta["nsys_cuda_gpu_kern_sum"]
+    kernels = session.meta.nsys_cuda_gpu_kern_sum or ()
     assert sum(k["instances"] for k in kernels) == 1042
     assert kernels[0]["total_time_ns"] == 824799
-    api = {a["name"]: a for a in session.meta["nsys_cuda_api_sum"]}
+    api = {a["name"]: a for a in session.meta.nsys_cuda_api_sum or ()}
     assert api["cudaDeviceSynchronize"]["num_calls"] == 507
     assert not session.has_timeline()
 
@@ -344,7 +344,7 @@ def test_nested_and_start_end_ranges_and_null_ends(tmp_path: Path) -> None:
         session.timeline["grid"].iloc[0] == "(4, 1, 1)"
         and session.timeline["name"].iloc[0] == "void add<float>(float*)"
     )
-    assert session.meta["device"] == {"id": 0, "name": "Test GPU", "sm_count": 10, "cc": "8.6"}
+    assert session.meta.device == {"id": 0, "name": "Test GPU", "sm_count": 10, "cc": "8.6"}
 
 
 def test_missing_tables_are_tolerated(tmp_path: Path) -> None:
@@ -357,7 +357,7 @@ def test_missing_tables_are_tolerated(tmp_path: Path) -> None:
     path = make_db(tmp_path / "k.sqlite", rows, tables=("StringIds", "CUPTI_ACTIVITY_KIND_KERNEL"))
     session = nsys_sqlite.read(path)
     assert len(session.timeline) == 100 and session.timeline["nvtx_range"].isna().all()
-    assert session.api_calls.empty and session.nvtx_ranges.empty and "device" not in session.meta
+    assert session.api_calls.empty and session.nvtx_ranges.empty and session.meta.device is None
     assert (session.timeline["api_start_ns"] == -1).all()
     d = diagnose(session)
     assert all(f.range is None for f in d.program_findings)
@@ -368,7 +368,7 @@ def test_empty_timeline_skips_the_timeline_rules(tmp_path: Path) -> None:
     session = nsys_sqlite.read(
         make_db(tmp_path / "e.sqlite", {"TARGET_INFO_GPU": [(0, "Test GPU", 10, 9, 0)]})
     )
-    assert not session.has_timeline() and session.meta["device"]["name"] == "Test GPU"
+    assert not session.has_timeline() and (session.meta.device or {})["name"] == "Test GPU"
     d = diagnose(session)
     assert not d.program_findings
     skipped = {s.rule: s.reason for s in d.skipped_rules}
@@ -456,7 +456,7 @@ def test_timeline_rules_load_and_are_registered() -> None:
     for rule_id, cause in TIMELINE_RULES.items():
         rule = rules[rule_id]
         assert (rule.cause, rule.scope) == (cause, "program")
-        assert ANALYSES[rule.analysis][1] == "timeline"
+        assert PROGRAM_ANALYSES[rule.analysis].needs == "timeline"
     # No idle gap may count both as launch overhead and as an idle gap.
     assert find_rule("NSD405").params["max_gap_ns"] <= find_rule("NSD404").params["min_gap_ns"]
 

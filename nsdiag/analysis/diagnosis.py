@@ -19,13 +19,13 @@ from typing import Any
 
 from nsdiag.analysis.kernel.roofline import MeasuredCeiling, RooflinePosition
 from nsdiag.analysis.program.ranks import RankAnalysis
-from nsdiag.analysis.region.choose import Region
 from nsdiag.analysis.region.startup import Startup
+from nsdiag.analysis.region.windows import Region
 
 # What a finding's saving is computed from.
 ESTIMATES = ("metrics", "timeline", "names", "none")
 
-SCHEMA = "nsdiag.diagnosis/2"
+SCHEMA = "nsdiag.diagnosis/3"
 
 
 @dataclass(frozen=True)
@@ -36,10 +36,6 @@ class Evidence:
     value: float | None
     op: str = ""
     threshold: float | None = None
-
-    def as_text(self) -> str:
-        value = "n/a" if self.value is None else f"{self.value:.3g}"
-        return f"{self.metric} = {value}" + (f" {self.op} {self.threshold:g}" if self.op else "")
 
 
 @dataclass(frozen=True)
@@ -180,7 +176,7 @@ class KernelDiagnosis:
     roofline: RooflinePosition
     # The signature's typical launch: per-launch metrics as means over its profiled launches,
     # under their catalogue names, then the signature's own values (total_duration_ns,
-    # mean_duration_ns, launches, duration groups).
+    # profiled_mean_ns, launches, duration groups, region_mean_ns).
     metrics: Mapping[str, float]
     findings: tuple[Finding, ...] = ()
     skipped: tuple[Skipped, ...] = ()
@@ -188,9 +184,16 @@ class KernelDiagnosis:
     close_call: bool = False  # a unit within 5 points of a threshold decided bound or limiter
 
     @property
-    def mean_duration_ns(self) -> float:
-        """Mean launch: the total over the launches."""
+    def region_mean_ns(self) -> float:
+        """The mean launch in the analysed region: its total over its launches (the timeline's,
+        where there is one)."""
         return self.total_duration_ns / max(self.launches, 1)
+
+    @property
+    def profiled_mean_ns(self) -> float:
+        """The mean of the profiled launches (the typical launch's `duration_ns`)."""
+        value = self.metrics.get("profiled_mean_ns", math.nan)
+        return float(value) if isinstance(value, (int, float)) else math.nan
 
     def to_json(
         self, ceiling: MeasuredCeiling | None = None, iterations: int = 0
@@ -201,7 +204,8 @@ class KernelDiagnosis:
             "demangled": self.demangled,
             "launches": self.launches,
             "duration_ns": _num(self.total_duration_ns),
-            "mean_duration_ns": _num(self.mean_duration_ns),
+            "region_mean_ns": _num(self.region_mean_ns),
+            "profiled_mean_ns": _num(self.profiled_mean_ns),
             "time_share": _num(self.time_share),
             "grid": self.grid,
             "block": self.block,

@@ -18,10 +18,12 @@ from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.ranks import analyse_ranks, detailed_ranks, only_ranks
 from nsdiag.analysis.program.registry import needs_timeline, program_findings
 from nsdiag.analysis.program.timeline.view import TimelineView, prepare
-from nsdiag.analysis.region.choose import Region, choose_region
+from nsdiag.analysis.region.choose import choose_region
 from nsdiag.analysis.region.scope import RegionKernels, restrict, weigh_by_region
 from nsdiag.analysis.region.startup import summarise
+from nsdiag.analysis.region.windows import Region
 from nsdiag.analysis.rules.spec import RuleSpec, default_rules
+from nsdiag.model.meta import SessionMeta
 from nsdiag.model.ranks import is_communication
 from nsdiag.model.session import Session
 from nsdiag.model.tables import records
@@ -74,13 +76,13 @@ def diagnose(
     program, program_skips = program_findings(ctx, program_rules)
     skipped = [s for k in kernels for s in k.skipped] + program_skips
     return Diagnosis(
-        device=dict(session.meta.get("device", {})),
+        device=dict(session.meta.device or {}),
         total_gpu_time_ns=total_ns,
         kernels=tuple(kernels),
         program_findings=tuple(program),
         skipped_rules=tuple(_dedupe(skipped)),
         meta={
-            "sources": session.meta.get("sources", []),
+            "sources": [s.to_json() for s in session.meta.sources],
             "kernel_launches": len(session.kernels),
             **_provenance(session.meta),
         },
@@ -91,7 +93,7 @@ def diagnose(
         wall_ns=wall_ns,
         kernels_outside_region=profiled.outside,
         ranks=ranks,
-        warnings=tuple(str(w) for w in session.meta.get("warnings", [])),
+        warnings=session.meta.warnings,
     )
 
 
@@ -111,24 +113,24 @@ def _view(scoped: Session, region: Region | None) -> TimelineView | None:
     return prepare(scoped, region.windows if region is not None else None)
 
 
-def _provenance(meta: Mapping[str, Any]) -> dict[str, Any]:
+def _provenance(meta: SessionMeta) -> dict[str, Any]:
     """Tool versions and the profiled command, where the session knows them."""
     tools = {
         name: info.get("version")
-        for name, info in (meta.get("tools") or {}).items()
-        if isinstance(info, dict) and info.get("version")
+        for name, info in (meta.tools or {}).items()
+        if isinstance(info, Mapping) and info.get("version")
     }
-    if meta.get("nsys_version") and "nsys" not in tools:
-        tools["nsys"] = meta["nsys_version"]
+    if meta.nsys_version and "nsys" not in tools:
+        tools["nsys"] = meta.nsys_version
     out: dict[str, Any] = {"tools": tools} if tools else {}
-    if meta.get("command"):
+    if meta.command:
         out["command"] = (
-            " ".join(map(str, meta["command"]))
-            if isinstance(meta["command"], list)
-            else str(meta["command"])
+            " ".join(map(str, meta.command))
+            if isinstance(meta.command, tuple)
+            else str(meta.command)
         )
-    if meta.get("profiled_at"):
-        out["profiled_at"] = meta["profiled_at"]
+    if meta.profiled_at:
+        out["profiled_at"] = meta.profiled_at
     return out
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from nsdiag.cli.rules import active_rules, rules_option
+from nsdiag.render.registry import formats
 
 if TYPE_CHECKING:
     from nsdiag.analysis.diagnosis import Diagnosis
@@ -97,7 +98,7 @@ def _diagnose(
     "--json",
     "as_json",
     is_flag=True,
-    help="print the diagnosis as one JSON document (schema nsdiag.diagnosis/2)",
+    help="print the diagnosis as one JSON document (schema nsdiag.diagnosis/3)",
 )
 @max_input_option
 def explain(
@@ -110,15 +111,11 @@ def explain(
     as_json: bool,
     max_input_mb: float | None,
 ) -> None:
-    import json
+    from nsdiag.render import RenderOptions, render
 
-    from nsdiag.render.text import render_text
-
-    _, diagnosis = _diagnose(inputs, kernel, region, rule_dirs, max_input_mb)
-    if as_json:
-        click.echo(json.dumps(diagnosis.to_json(), indent=1, allow_nan=False))
-    else:
-        click.echo(render_text(diagnosis, top=top, kernels=top_kernels), nl=False)
+    session, diagnosis = _diagnose(inputs, kernel, region, rule_dirs, max_input_mb)
+    options = RenderOptions(text_findings=top, text_kernels=top_kernels)
+    click.echo(render(diagnosis, session, "json" if as_json else "text", options), nl=False)
 
 
 @click.command(
@@ -137,7 +134,7 @@ def explain(
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["html", "json", "md", "text"]),
+    type=click.Choice(formats("report")),
     help="output format (default: from the -o extension; html for '-')",
 )
 @kernel_option
@@ -166,8 +163,8 @@ def report(
 
     if output != "-":
         check_target(Path(output))  # before the diagnosis, which may take a while
-    session, diagnosis = _diagnose(inputs, kernel, region, rule_dirs, max_input_mb)
     fmt = fmt or ("html" if output == "-" else format_from_path(output))
+    session, diagnosis = _diagnose(inputs, kernel, region, rule_dirs, max_input_mb)
     text = render(diagnosis, session, fmt, RenderOptions(cards=cards))
     if output == "-":
         click.echo(text, nl=False)

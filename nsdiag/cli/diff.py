@@ -10,10 +10,10 @@ import click
 
 from nsdiag.cli.analyse import INPUT_HELP, kernel_option
 from nsdiag.errors import InputError
+from nsdiag.render.registry import extensions, formats
 
 if TYPE_CHECKING:
     from nsdiag.analysis.diagnosis import Diagnosis
-    from nsdiag.analysis.diff import Diff
     from nsdiag.model.session import Session
 
 REGION_HELP = "auto|all|nvtx:NAME|START:END"
@@ -59,24 +59,6 @@ def _side(
     return tuple(str(p) for p in paths), session, diagnose(session, region=region)
 
 
-def _render(diff: Diff, fmt: str, top: int) -> str:
-    import json
-
-    if fmt == "json":
-        return json.dumps(diff.to_json(), indent=1, allow_nan=False, ensure_ascii=False) + "\n"
-    if fmt == "md":
-        from nsdiag.render.diff.markdown import render_diff_markdown
-
-        return render_diff_markdown(diff, top)
-    if fmt == "html":
-        from nsdiag.render.diff.html import render_diff_html
-
-        return render_diff_html(diff)
-    from nsdiag.render.diff.text import render_diff_text
-
-    return render_diff_text(diff, top)
-
-
 @click.command(
     help="Compare two profiles of a program, BEFORE and AFTER a change: the region's time per "
     "iteration and its spread, kernels matched across the two (renamed and fused ones too), "
@@ -98,8 +80,8 @@ def _render(diff: Diff, fmt: str, top: int) -> str:
 @click.option("--json", "as_json", is_flag=True, help="print the comparison as JSON "
               "(schema nsdiag.diff/1, docs/diff.schema.json)")  # fmt: skip
 @click.option("-o", "--output", "output", help="write the comparison to this file "
-              "(.html, .json, .md, .txt); '-' writes to stdout")  # fmt: skip
-@click.option("--format", "fmt", type=click.Choice(["html", "json", "md", "text"]),
+              f"({', '.join(extensions('diff', first=True))}); '-' writes to stdout")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(formats("diff")),
               help="output format (default: text, or from the -o extension)")  # fmt: skip
 @click.option("--top", default=15, show_default=True, help="kernel matches listed (text, md)")
 @click.option("--fail-if-slower", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
@@ -124,22 +106,22 @@ def diff(
     share_pct: float,
 ) -> None:
     from nsdiag.analysis.diff import compare, with_gate
-    from nsdiag.render import format_from_path
+    from nsdiag.render import DiffOptions, format_from_path, render_diff
     from nsdiag.render.diff.rows import gate_line
     from nsdiag.render.output import write_report
 
     before_paths, after_paths = _sides(inputs, before, after)
+    if fmt is None:  # before the comparison, which may take a while
+        fmt = "json" if as_json else "text"
+        if output and output != "-":
+            fmt = format_from_path(output, "diff")
     result = compare(
         _side(before_paths, before_region or region, kernel),
         _side(after_paths, after_region or region, kernel),
     )
     if fail_pct is not None:
         result = with_gate(result, fail_pct, share_pct)
-    if fmt is None:
-        fmt = "json" if as_json else "text"
-        if output and output != "-":
-            fmt = format_from_path(output)
-    text = _render(result, fmt, top)
+    text = render_diff(result, fmt, DiffOptions(top=top))
     if output and output != "-":
         path = write_report(Path(output), text)
         click.echo(f"wrote {path} ({fmt}, {len(text.encode()) / 1e6:.2f} MB)")

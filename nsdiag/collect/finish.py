@@ -18,7 +18,7 @@ def finish(state: RunState, export: bool = True) -> Session | None:
         exported = {raw.name for raw, _ in state.exported}
         export_reports(state, [r for r in state.reports if csv_for(r, "raw").name not in exported])
     meta = {
-        "command": state.program,
+        "command": tuple(state.program),
         "profiled_at": datetime.now().isoformat(timespec="seconds"),
         "tools": tools.describe([state.ncu, state.nsys]),
         "profile_mode": "full" if state.options.full else "targeted",

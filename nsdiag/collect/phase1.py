@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from nsdiag.analysis.region.choose import (
-    Region,
-    choose_region,
-    launch_times,
-    profiler_windows,
-    within,
-)
+from nsdiag.analysis.region.choose import choose_region
+from nsdiag.analysis.region.profiler import profiler_windows
+from nsdiag.analysis.region.windows import Region, launch_times, within
 from nsdiag.collect import argv as cmd
 from nsdiag.collect import runner
 from nsdiag.collect.exports import csv_for

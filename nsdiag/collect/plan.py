@@ -1,8 +1,9 @@
 """Phase 2's plan: which kernel signatures to profile, and the ncu runs that profile each once.
 
-From the phase-1 timeline, launches are grouped into signatures (kernel + grid + block, see
-signatures.py) ranked by total GPU time; the most expensive are chosen until `coverage` of kernel
-time is reached (selection.py), and the fewest ncu runs that reach them are planned (rounds.py).
+From the phase-1 timeline, launches are grouped into signatures (kernel + grid + block:
+model/launches.py, keyed by model/signature.py) ranked by total GPU time; the most expensive are
+chosen until `coverage` of kernel time is reached (selection.py), and the fewest ncu runs that
+reach them are planned (rounds.py).
 A run also profiles the other shapes of the chosen kernels; those count toward coverage.
 Pure: DataFrame in, frozen records out.
 """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from nsdiag.analysis.region.choose import Region
+from nsdiag.analysis.region.windows import Region
 from nsdiag.collect import runner, session_dir, tools
 from nsdiag.collect.options import ProfileOptions, Progress
 from nsdiag.collect.plan import Plan

@@ -14,7 +14,7 @@ import platform
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -241,7 +241,7 @@ def assemble(
     if not sessions:
         return None
     merged = sessions[0] if len(sessions) == 1 else merge_sessions(sessions)
-    merged.meta.update(meta)
+    merged.meta = replace(merged.meta, **meta)
     return merged
 
 

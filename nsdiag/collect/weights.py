@@ -9,17 +9,17 @@ import pandas as pd
 
 from nsdiag.collect.plan import Plan
 from nsdiag.model.launches import Signature
-from nsdiag.model.matching import signature_key as _key
 from nsdiag.model.matching import timeline_weights
 from nsdiag.model.session import Session
+from nsdiag.model.signature import signature_key
 
 __all__ = ["coverage", "timeline_weights"]
 
 
 def coverage(plan: Plan, session: Session) -> dict[str, Any]:
-    """Which planned signatures the ncu reports hold (matched by function, grid, block and the
-    demangled name with the spelling differences between nsys and ncu removed; a signature split
-    into duration groups needs a launch matched to its own group)."""
+    """Which planned signatures the ncu reports hold (matched by their signature key,
+    model/signature.py, or its shape where the key differs; a signature split into duration
+    groups needs a launch matched to its own group)."""
     k = session.kernels
     variant = (
         k["timeline_variant"].fillna(0).astype(int)
@@ -28,19 +28,19 @@ def coverage(plan: Plan, session: Session) -> dict[str, Any]:
     )
     profiled = (
         {
-            (_key(str(n), g, b), v)
+            (signature_key(n, g, b), v)
             for n, g, b, v in zip(k["name"], k["grid"], k["block"], variant, strict=True)
         }
         if len(k)
         else set()
     )
     keys = {p[0] for p in profiled}
-    shapes = {p[0][:3] for p in profiled}
+    shapes = {p[0].shape for p in profiled}
     found: list[Signature] = []
     missing: list[Signature] = []
     for s in plan.signatures:
-        key = _key(s.name, s.grid, s.block)
-        hit = (key, s.variant) in profiled if s.variants > 1 else (key in keys or key[:3] in shapes)
+        key = s.key  # key.shape: its demangled name's bare function, grid and block
+        hit = (key, s.variant) in profiled if s.variants > 1 else key in keys or key.shape in shapes
         (found if hit else missing).append(s)
     return {
         "planned": len(plan.signatures),

@@ -20,6 +20,7 @@ import pandas as pd
 
 from nsdiag.model.names import function_name
 from nsdiag.model.ranks import overlaps_communication
+from nsdiag.model.signature import SignatureKey, signature_key, signature_keys
 
 # Launches of one signature more than this far apart in duration did different work (cuBLAS and
 # nvjet reuse a GEMM kernel and grid for different K): each group gets its own profiled launch.
@@ -45,6 +46,17 @@ class Signature:
     median_ns: float = 0.0
     # every launch of it in the region, in launch order (any of them will do for ncu)
     positions: tuple[int, ...] = field(default=(), compare=False)
+
+    @property
+    def key(self) -> SignatureKey:
+        """What profiled kernels are matched to it by (model/signature.py)."""
+        return signature_key(self.name, self.grid, self.block)
+
+    @property
+    def shape(self) -> tuple[str, str, str]:
+        """Its function (the nsys short name where there is one), grid and block: what a
+        profiled kernel's `SignatureKey.shape` falls back to."""
+        return self.function, self.grid, self.block
 
 
 def kernel_launches(timeline: pd.DataFrame) -> pd.DataFrame:
@@ -133,11 +145,14 @@ def signatures(launches: pd.DataFrame) -> list[Signature]:
     rows = []
     # A signature is what ncu tells apart: its filter name and shape. Demangled names group the
     # same way (one per mangled name), and with bare function names template variants stay apart.
+    # The key's exact variant (model/signature.py): one timeline spells each name one way.
+    # Launches missing a part of the key are left out (as a groupby on the parts leaves them).
     # Launches of one signature whose durations fall in separate groups are planned separately:
     # ncu reaches a later group's first launch with a higher launch count.
-    for (_, name, grid, block), group in keyed.groupby(
-        ["filter_name", "name", "grid", "block"], sort=False
-    ):
+    parts = ["filter_name", "name", "grid", "block"]
+    key = signature_keys(keyed, exact=True, function="filter_name")
+    for _, group in keyed.groupby(key.where(keyed[parts].notna().all(axis=1)), sort=False):
+        name, grid, block = (group[c].iloc[0] for c in ("name", "grid", "block"))
         labels = duration_groups(
             group["duration_ns"].tolist(),
             contended=group["contended"].astype(bool).tolist() if "contended" in group else None,

@@ -1,10 +1,13 @@
 """Profiled kernel launches matched to a timeline's kernel signatures.
 
 A targeted session profiles one launch of a signature that ran many times; its share of GPU time,
-and of the analysed region, comes from the timeline. Kernels are matched by function name, grid,
-block and the demangled name with the spelling differences between nsys and ncu removed, and a
-signature whose launches did different work under one grid (duration groups) by the nearest
-duration. Used at profile time (collect/) and when diagnosing a region (analysis/).
+and of the analysed region, comes from the timeline. Kernels are matched by their signature key
+(model/signature.py: function name, grid, block and the demangled name with the spelling
+differences between nsys and ncu removed; by function, grid and block where the timeline has one
+name for that shape), and a signature whose launches did different work under one grid (duration
+groups) by the nearest duration. Used at profile time (collect/) and when diagnosing a region
+(analysis/). `signature_key` is model/signature.py's, named here for the modules that import it
+from here.
 """
 
 from __future__ import annotations
@@ -14,15 +17,12 @@ import math
 import pandas as pd
 
 from nsdiag.model.launches import signatures
-from nsdiag.model.names import function_name, normalized
+from nsdiag.model.signature import SignatureKey, signature_key
+
+__all__ = ["Variant", "signature_key", "timeline_weights"]
 
 # One duration group of a signature: (median ns, launches, total ns, variant, variants)
 Variant = tuple[float, int, float, int, int]
-
-
-def signature_key(name: str, grid: object, block: object) -> tuple[str, str, str, str]:
-    """What identifies a kernel signature in both nsys and ncu output."""
-    return function_name(name), str(grid), str(block), normalized(name)
 
 
 def timeline_weights(kernels: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
@@ -31,12 +31,12 @@ def timeline_weights(kernels: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFr
     where the signature's launches fall in several duration groups): a targeted session profiles
     one launch of a signature that ran many times, and its share of GPU time comes from the
     timeline."""
-    exact: dict[tuple[str, str, str, str], list[Variant]] = {}
+    exact: dict[SignatureKey, list[Variant]] = {}
     by_shape: dict[tuple[str, str, str], dict[str, list[Variant]]] = {}
     for s in signatures(launches):
         entry = (s.median_ns, s.launches, s.total_ns, s.variant, s.variants)
-        exact.setdefault(signature_key(s.name, s.grid, s.block), []).append(entry)
-        by_shape.setdefault((s.function, s.grid, s.block), {}).setdefault(s.name, []).append(entry)
+        exact.setdefault(s.key, []).append(entry)
+        by_shape.setdefault(s.shape, {}).setdefault(s.name, []).append(entry)
     durations = (
         kernels["duration_ns"]
         if "duration_ns" in kernels
@@ -47,7 +47,7 @@ def timeline_weights(kernels: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFr
         kernels["name"].astype(str), kernels["grid"], kernels["block"], durations, strict=True
     ):
         key = signature_key(name, grid, block)
-        shape = by_shape.get(key[:3], {})
+        shape = by_shape.get(key.shape, {})
         variants = exact.get(key) or (next(iter(shape.values())) if len(shape) == 1 else None)
         hit = _nearest(variants, ns) if variants else None
         counts.append(hit[1] if hit else float("nan"))

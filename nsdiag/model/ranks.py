@@ -2,7 +2,7 @@
 
 A session holds one rank (a single process) or several: the processes of one trace that did GPU
 work (torchrun under one nsys), or one report per rank merged (`srun nsys profile -o
-rep_%q{SLURM_PROCID}`). Readers record each rank in `meta["ranks"]` and tag the timeline, the
+rep_%q{SLURM_PROCID}`). Readers record each rank in `meta.ranks` and tag the timeline, the
 CUDA calls and the NVTX ranges with a `rank` column; a session without them is one rank.
 
 Communication kernels (NCCL's and RCCL's collectives and point-to-point transfers) are not
@@ -16,11 +16,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
+
+if TYPE_CHECKING:
+    from nsdiag.model.meta import SessionMeta
 
 # ncclDevKernel_AllReduce_Sum_f32_RING_LL (NCCL >= 2.19), ncclKernel_AllReduce_RING_LL_Sum_float,
 # ncclAllReduceRingLLKernel_sum_f32 (older), rccl's the same.
@@ -77,9 +80,9 @@ class Rank:
         )
 
 
-def session_ranks(meta: Mapping[str, Any]) -> list[Rank]:
+def session_ranks(meta: SessionMeta) -> list[Rank]:
     """The ranks a session's meta records, by rank (empty: one process, nothing recorded)."""
-    return sorted((Rank.from_json(r) for r in meta.get("ranks") or []), key=lambda r: r.rank)
+    return sorted(meta.ranks or (), key=lambda r: r.rank)
 
 
 def rank_of(frame: pd.DataFrame) -> npt.NDArray[np.int64]:

@@ -3,52 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
 from nsdiag.model.catalogue import IDENTITY_COLUMNS
+from nsdiag.model.meta import SessionMeta
+from nsdiag.model.schema import API_CALLS, NVTX_RANGES, RULE_RESULTS, TIMELINE
 
-RULE_RESULT_COLUMNS = ("id", "section", "rule", "type", "message", "speedup_type", "speedup")
-TIMELINE_COLUMNS = (
-    "kind",
-    "start_ns",
-    "end_ns",
-    "duration_ns",
-    "device",
-    "context",
-    "stream",
-    "name",
-    "bytes",
-    "copy_kind",
-    "src_kind",
-    "dst_kind",
-    "correlation_id",
-    "grid",
-    "block",
-    "nvtx_range",
-    "process_id",
-)
-API_COLUMNS = (
-    "name",
-    "start_ns",
-    "end_ns",
-    "duration_ns",
-    "thread_id",
-    "process_id",
-    "correlation_id",
-    "is_sync",
-)
-NVTX_COLUMNS = (
-    "name",
-    "start_ns",
-    "end_ns",
-    "duration_ns",
-    "thread_id",
-    "process_id",
-    "domain",
-    "depth",
-)
+# The tables' columns as readers write them (nsdiag/model/schema.py says what each holds).
+RULE_RESULT_COLUMNS = RULE_RESULTS.required
+TIMELINE_COLUMNS = TIMELINE.required
+API_COLUMNS = API_CALLS.required
+NVTX_COLUMNS = NVTX_RANGES.required
 
 
 def empty_frame(columns: tuple[str, ...]) -> pd.DataFrame:
@@ -57,7 +23,7 @@ def empty_frame(columns: tuple[str, ...]) -> pd.DataFrame:
 
 @dataclass
 class Session:
-    """One profiled program.
+    """One profiled program. Each table's columns: nsdiag/model/schema.py.
 
     kernels:      one row per profiled kernel launch: identity columns and canonical metrics
                   (base units). Missing metrics are NaN columns or absent, never errors.
@@ -68,7 +34,8 @@ class Session:
     timeline:     GPU activities from nsys (kernels, copies, memsets).
     api_calls:    CUDA runtime/driver calls from nsys (synchronisation among them).
     nvtx_ranges:  NVTX push/pop and start/end ranges.
-    meta:         device, tool versions, command line, sources.
+    meta:         device, tool versions, command line, sources (nsdiag/model/meta.py); frozen:
+                  derive a changed one with dataclasses.replace.
     """
 
     kernels: pd.DataFrame = field(default_factory=lambda: empty_frame(IDENTITY_COLUMNS))
@@ -78,9 +45,14 @@ class Session:
     timeline: pd.DataFrame = field(default_factory=lambda: empty_frame(TIMELINE_COLUMNS))
     api_calls: pd.DataFrame = field(default_factory=lambda: empty_frame(API_COLUMNS))
     nvtx_ranges: pd.DataFrame = field(default_factory=lambda: empty_frame(NVTX_COLUMNS))
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: SessionMeta = field(default_factory=SessionMeta)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.meta, SessionMeta):
+            raise TypeError(
+                f"Session.meta is a SessionMeta, not {type(self.meta).__name__} "
+                "(SessionMeta.from_json reads a dict)"
+            )
         # The model checks its own invariant: raw rows line up with kernel rows.
         if len(self.raw) and len(self.raw) != len(self.kernels):
             raise ValueError(f"raw has {len(self.raw)} rows but kernels has {len(self.kernels)}")

@@ -16,6 +16,8 @@ import pandas as pd
 
 from nsdiag.errors import InputError, OutputError
 from nsdiag.model.canonical import canonical_metrics
+from nsdiag.model.meta import SessionMeta
+from nsdiag.model.schema import SchemaError, check_session
 from nsdiag.model.session import Session
 from nsdiag.safe_write import os_error_hint, replacing, write_atomically
 
@@ -47,7 +49,7 @@ def save(session: Session, directory: Path, replace: bool = True) -> Path:
             frame.to_csv(temporary, index=False, na_rep=MISSING, compression="gzip")
     manifest = {
         "schema": SCHEMA,
-        "meta": session.meta,
+        "meta": session.meta.to_json(),
         "raw_units": session.raw_units,
         "dtypes": dtypes,
         "columns": {name: [str(c) for c in getattr(session, name).columns] for name in TABLES},
@@ -99,7 +101,13 @@ def load(directory: Path) -> Session:
     }
     tables["kernels"] = _with_new_catalogue_metrics(tables["kernels"], tables["raw"])
     try:
-        return Session(**tables, raw_units=manifest["raw_units"], meta=manifest["meta"])
+        session = Session(**tables, raw_units=manifest["raw_units"], meta=manifest["meta"])
+        return check_session(session, f"the session folder {directory}")
+    except SchemaError as exc:  # tables no nsdiag writes: damaged, or edited by hand
+        raise InputError(
+            f"{directory} holds tables that break the Session schema: " + "; ".join(exc.problems),
+            "re-create the session with nsdiag load or nsdiag profile",
+        ) from exc
     except ValueError as exc:  # the tables disagree (raw rows against kernel rows)
         raise InputError(
             f"{directory} holds inconsistent tables: {exc}",
@@ -108,7 +116,8 @@ def load(directory: Path) -> Session:
 
 
 def _manifest(directory: Path) -> dict[str, Any]:
-    """session.json, checked: every field load reads has the type it expects."""
+    """session.json, checked: every field load reads has the type it expects; its meta read
+    into a SessionMeta (keys this version does not know kept in its `extra`)."""
     path = directory / MANIFEST
     try:
         manifest = json.loads(path.read_text())
@@ -133,6 +142,10 @@ def _manifest(directory: Path) -> dict[str, Any]:
         and isinstance(manifest["meta"], dict)
         and isinstance(manifest["meta"].get("warnings", []), list)
     )
+    try:
+        manifest["meta"] = SessionMeta.from_json(manifest["meta"]) if fields_ok else None
+    except ValueError:
+        fields_ok = False
     if not fields_ok:
         raise InputError(
             f"{path} is malformed (columns, dtypes, raw_units or meta missing or of the wrong "

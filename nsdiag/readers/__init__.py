@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from nsdiag.errors import InputError
 from nsdiag.model import store
+from nsdiag.model.schema import check_session
 from nsdiag.model.session import Session
 from nsdiag.readers import source
 from nsdiag.readers.csv_table import CsvTable, open_table
@@ -45,12 +46,6 @@ def _sniff_csv(path: Path) -> Callable[[Path], Session]:
     """The reader of a CSV export, told by its header (found in a bounded prefix)."""
     with open_table(path) as table:
         return sys.modules[_csv_reader(table.kind).__module__].read  # type: ignore[no-any-return]
-
-
-def _read_csv(path: Path) -> Session:
-    """Open a CSV export once: its header picks the reader, which streams the rest."""
-    with open_table(path) as table:
-        return _csv_reader(table.kind)(table)
 
 
 def reader_for(
@@ -111,21 +106,40 @@ def load(
         sessions = ranks.read_reports([(read, p) for p in unique])
     if not sessions:
         raise InputError("no input given", "pass a session folder, a .ncu-rep or an ncu CSV export")
+    # a merge hands over a Session too: checked as each reader's is
     if ranks.is_rank_set(sessions):  # one timeline per rank (or per node) of one run
-        merged = ranks.merge_rank_reports(sessions, unique)
+        merged = check_session(
+            ranks.merge_rank_reports(sessions, unique), "nsdiag.readers.ranks.merge_rank_reports"
+        )
     else:
-        sessions = [ranks.assign_ranks(s) if "ranks" not in s.meta else s for s in sessions]
-        merged = sessions[0] if len(sessions) == 1 else merge_sessions(sessions)
+        sessions = [ranks.assign_ranks(s) if s.meta.ranks is None else s for s in sessions]
+        merged = (
+            sessions[0]
+            if len(sessions) == 1
+            else check_session(merge_sessions(sessions), "nsdiag.readers.merge.merge_sessions")
+        )
     if repeated:
         add_warnings(merged, repeated)
     return merged
 
 
 def _read_one(path: Path, export_nsys_rep: SqliteExport | None) -> Session:
+    """One input's Session, checked against the schema (model/schema.py) as its reader hands
+    it over."""
     if path.name.lower().endswith(_CSV_NAMES) and not path.is_dir():
         source.check_file(path)
-        return _read_csv(path)  # opened once: the header picks the reader, which streams on
-    return reader_for(path, export_nsys_rep)(path)
+        # opened once: the header picks the reader, which streams on
+        with open_table(path) as table:
+            read_table = _csv_reader(table.kind)
+            return check_session(read_table(table), f"{_name(read_table)} reading {path}")
+    read = reader_for(path, export_nsys_rep)
+    return check_session(read(path), f"{_name(read)} reading {path}")
+
+
+def _name(reader: Callable[..., Session]) -> str:
+    """The reader's module (through a functools.partial too)."""
+    function = getattr(reader, "func", reader)
+    return f"{function.__module__}.{function.__qualname__}"
 
 
 def _size_kind(name: str) -> str:

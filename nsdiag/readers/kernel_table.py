@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 
 from nsdiag.model.canonical import canonical_metrics, order_columns
+from nsdiag.model.meta import SessionMeta, Source
 from nsdiag.model.session import RULE_RESULT_COLUMNS, Session, empty_frame
 from nsdiag.readers.validate import numeric_metrics
 
@@ -70,11 +71,11 @@ def build_session(
         raw=raw,
         raw_units=raw_units,
         rule_results=rule_results if rule_results is not None else empty_frame(RULE_RESULT_COLUMNS),
-        meta={
-            "sources": [{"path": source, "format": fmt}],
-            "device": device_info(kernels, raw),
-            **({"warnings": warnings} if warnings else {}),
-        },
+        meta=SessionMeta(
+            sources=(Source(source, fmt),),
+            device=device_info(kernels, raw),
+            warnings=tuple(warnings),
+        ),
     )
 
 

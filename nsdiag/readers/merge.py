@@ -14,13 +14,14 @@ they disagree.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
 from nsdiag.model.catalogue import IDENTITY_COLUMNS
 from nsdiag.model.gpu_units import COMPUTE_UNITS, MEMORY_UNITS
+from nsdiag.model.meta import first_present
 from nsdiag.model.session import Session
 
 # Two readings of one value agree within the rounding of ncu's printed values (auto units print
@@ -41,8 +42,9 @@ def add_warnings(session: Session, warnings: list[str]) -> None:
     """Append warnings to the session's list (each once)."""
     if not warnings:
         return
-    existing = list(session.meta.get("warnings", []))
-    session.meta["warnings"] = existing + [w for w in dict.fromkeys(warnings) if w not in existing]
+    existing = session.meta.warnings
+    added = tuple(w for w in dict.fromkeys(warnings) if w not in existing)
+    session.meta = replace(session.meta, warnings=existing + added)
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -51,12 +53,11 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 
 
 def _source(session: Session) -> str:
-    sources = session.meta.get("sources", [])
-    return ", ".join(str(s.get("path", "?")) for s in sources) or "an input"
+    return ", ".join(s.path or "?" for s in session.meta.sources) or "an input"
 
 
 def _formats(session: Session) -> set[str]:
-    return {str(s.get("format", "")) for s in session.meta.get("sources", [])}
+    return {s.format for s in session.meta.sources}
 
 
 def same_launches(a: Session, b: Session) -> bool:
@@ -140,8 +141,7 @@ def _merge_launches(a: Session, b: Session, warnings: list[str]) -> Session:
             f"nsdiag uses the values of {_source(a)}"
         )
     rules = a.rule_results if len(a.rule_results) else b.rule_results
-    meta = {**b.meta, **a.meta}
-    meta["sources"] = [*a.meta.get("sources", []), *b.meta.get("sources", [])]
+    meta = replace(first_present([a.meta, b.meta]), sources=a.meta.sources + b.meta.sources)
     return Session(
         kernels=_fill(a.kernels, b.kernels.drop(columns=["id", "source"], errors="ignore")),
         raw=_fill(a.raw, b.raw),
@@ -187,11 +187,8 @@ def _metric_set_warnings(sessions: list[Session]) -> list[str]:
 
 
 def _device_warnings(sessions: list[Session]) -> list[str]:
-    names = {
-        str(s.meta.get("device", {}).get("name"))
-        for s in sessions
-        if s.meta.get("device", {}).get("name")
-    }
+    devices = [s.meta.device or {} for s in sessions]
+    names = {str(d["name"]) for d in devices if d.get("name")}
     if len(names) < 2:
         return []
     return [
@@ -201,11 +198,11 @@ def _device_warnings(sessions: list[Session]) -> list[str]:
 
 
 def merge_sessions(sessions: list[Session]) -> Session:
-    warnings: list[str] = [w for s in sessions for w in s.meta.get("warnings", [])]
+    warnings: list[str] = [w for s in sessions for w in s.meta.warnings]
     sessions = _fold_captures(sessions, warnings)
     warnings += _metric_set_warnings(sessions) + _device_warnings(sessions)
     merged = sessions[0] if len(sessions) == 1 else _append(sessions)
-    merged.meta.pop("warnings", None)
+    merged.meta = replace(merged.meta, warnings=())
     add_warnings(merged, warnings)
     return merged
 
@@ -224,13 +221,14 @@ def _append(sessions: list[Session]) -> Session:
         rules.append(r)
         offset += len(k)
     raw_units: dict[str, str] = {}
-    meta: dict[str, Any] = {"sources": [], "device": {}}
     for s in sessions:
         raw_units.update(s.raw_units)
-        meta["sources"].extend(s.meta.get("sources", []))
-        meta["device"] = meta["device"] or s.meta.get("device", {})
-        for key, value in s.meta.items():
-            meta.setdefault(key, value)
+    # the sources of all, the first GPU named, else the first input's values
+    meta = replace(
+        first_present(s.meta for s in sessions),
+        sources=tuple(source for s in sessions for source in s.meta.sources),
+        device=next((s.meta.device for s in sessions if s.meta.device), {}),
+    )
     merged_kernels = _concat(kernels)
     for column in IDENTITY_COLUMNS:  # a column one input lacks is "", not missing
         if column != "id" and column in merged_kernels:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import ast
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from nsdiag.errors import InputError, MissingDependencyError
+from nsdiag.model.meta import Source
 from nsdiag.model.session import RULE_RESULT_COLUMNS, Session
 from nsdiag.model.units import parse_unit
 from nsdiag.readers import source
@@ -37,7 +39,7 @@ def read(path: Path) -> Session:
     # gzipped reports (told by their first bytes) are decompressed first, bounded
     with source.plain_file(path, "ncu-rep", "report.ncu-rep") as plain:
         session = _read(plain, ncu_report, path)
-    session.meta["sources"] = [{"path": str(path), "format": "ncu-rep"}]
+    session.meta = replace(session.meta, sources=(Source(str(path), "ncu-rep"),))
     session.kernels["source"] = str(path)
     return session
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from nsdiag.errors import InputError
+from nsdiag.model.meta import Source
 from nsdiag.model.session import Session
 from nsdiag.readers import nsys_sqlite
 
@@ -46,5 +48,5 @@ def read(path: Path, export: SqliteExport | None = None) -> Session:
         # Export to a temporary folder: the report's own folder may be read-only.
         with tempfile.TemporaryDirectory(prefix="nsdiag-nsys-") as tmp:
             session = nsys_sqlite.read(export(path, Path(tmp) / "export.sqlite"))
-    session.meta["sources"] = [{"path": str(path), "format": "nsys-rep"}]
+    session.meta = replace(session.meta, sources=(Source(str(path), "nsys-rep"),))
     return session

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,14 @@ import pandas as pd
 
 from nsdiag.errors import InputError
 from nsdiag.model.intervals import enclosing
+from nsdiag.model.meta import SessionMeta, Source
+from nsdiag.model.schema import COPY_KINDS, MEMORY_KINDS, SYNC_TYPES, known_labels
 from nsdiag.model.session import API_COLUMNS, NVTX_COLUMNS, TIMELINE_COLUMNS, Session, empty_frame
 from nsdiag.readers import source as input_source
 from nsdiag.readers.validate import intervals
 
 # Fallbacks for exports without the ENUM_* tables (values from CUPTI's headers, stable for years).
+# Labels the schema's vocabularies lack (a newer CUPTI's) become 'unknown' in the tables.
 MEMCPY_KINDS = {
     0: "unknown",
     1: "HtoD",
@@ -49,7 +53,7 @@ MEM_KINDS = {
     6: "managed_static",
     7: "unknown",
 }
-SYNC_TYPES = {
+SYNC_TYPE_CODES = {
     0: "unknown",
     1: "event_synchronize",
     2: "stream_wait_event",
@@ -126,12 +130,12 @@ def read_connection(con: sqlite3.Connection, source: str = "") -> Session:
     timeline, more = intervals(_activities(con, schema, strings), "GPU activities", where)
     timeline = _attribute(timeline, api, nvtx)
     api = api.assign(nvtx_range=_range_names(nvtx, api["thread_key"], api["start_ns"]))
-    meta = _meta(con, schema, source)
     missing, missing_warnings = _missing_tables(schema, where)
-    if missing:
-        meta["missing_tables"] = missing
-    if warnings := [*missing_warnings, *warnings, *found, *more]:
-        meta["warnings"] = warnings
+    meta = replace(
+        _meta(con, schema, source),
+        missing_tables=tuple(missing) if missing else None,
+        warnings=(*missing_warnings, *warnings, *found, *more),
+    )
     return Session(
         timeline=timeline,
         api_calls=api.drop(columns=["thread_key"]).reset_index(drop=True),
@@ -318,7 +322,7 @@ def _add_sync_records(con: sqlite3.Connection, schema: Schema, api: pd.DataFrame
     first = ~keys.duplicated()
     sync, keys = sync[first], keys[first]
     found = keys.get_indexer(_call_key(api["process_id"], api["correlation_id"]))
-    types = _enum(con, schema, "ENUM_CUPTI_SYNC_TYPE", SYNC_TYPES)
+    types = known_labels(_enum(con, schema, "ENUM_CUPTI_SYNC_TYPE", SYNC_TYPE_CODES), SYNC_TYPES)
     api["sync_type"] = _pick(_decode(sync["type"].to_numpy(), types), found, None)
     api["stream"] = _pick(sync["stream"].to_numpy(), found, -1)
     return api
@@ -504,16 +508,16 @@ def _copies(con: sqlite3.Connection, schema: Schema) -> pd.DataFrame:
         return pd.DataFrame()
     out = _common(raw, "memcpy")
     kinds = _enum(con, schema, "ENUM_CUDA_MEMCPY_OPER", MEMCPY_KINDS)
-    mem = _enum(con, schema, "ENUM_CUDA_MEM_KIND", MEM_KINDS)
+    mem = known_labels(_enum(con, schema, "ENUM_CUDA_MEM_KIND", MEM_KINDS), MEMORY_KINDS)
     out["bytes"] = raw["bytes"].to_numpy(dtype="float64")
-    out["copy_kind"] = _decode(raw["copy_kind"].to_numpy(), kinds)
+    out["copy_kind"] = _decode(raw["copy_kind"].to_numpy(), known_labels(kinds, COPY_KINDS))
     out["src_kind"] = _decode(raw["src"].to_numpy(), mem)
     out["dst_kind"] = _decode(raw["dst"].to_numpy(), mem)
-    labels = {
-        code: f"[CUDA memcpy {COPY_NAMES.get(code, code)}]"
-        for code in set(kinds.values()) | {"unknown"}
-    }
-    out["name"] = out["short_name"] = out["copy_kind"].map(labels)
+    # named by nsys's label, also where the schema calls the direction unknown
+    names = {code: f"[CUDA memcpy {COPY_NAMES.get(label, label)}]" for code, label in kinds.items()}
+    out["name"] = out["short_name"] = _decode(
+        raw["copy_kind"].to_numpy(), names, "[CUDA memcpy unknown]"
+    )
     return out
 
 
@@ -526,7 +530,8 @@ def _memsets(con: sqlite3.Connection, schema: Schema) -> pd.DataFrame:
     out = _common(raw, "memset")
     out["bytes"] = raw["bytes"].to_numpy(dtype="float64")
     out["dst_kind"] = _decode(
-        raw["mem"].to_numpy(), _enum(con, schema, "ENUM_CUDA_MEM_KIND", MEM_KINDS)
+        raw["mem"].to_numpy(),
+        known_labels(_enum(con, schema, "ENUM_CUDA_MEM_KIND", MEM_KINDS), MEMORY_KINDS),
     )
     out["name"] = out["short_name"] = "[CUDA memset]"
     return out
@@ -551,7 +556,8 @@ def _attribute(timeline: pd.DataFrame, api: pd.DataFrame, nvtx: pd.DataFrame) ->
         ("api_end_ns", "end_ns"),
         ("thread_id", "thread_id"),
     ):
-        timeline[column] = _pick(calls[source].to_numpy(), found, -1)
+        # int64 also when the export has no CUDA calls (an empty table's columns are objects)
+        timeline[column] = _pick(calls[source].to_numpy(dtype="int64"), found, -1)
     thread_key = _pick(calls["thread_key"].to_numpy(), found, 0)
     timeline["nvtx_range"] = _range_names(nvtx, thread_key, timeline["api_start_ns"].to_numpy())
     return timeline.reindex(columns=list(_ACTIVITY_COLUMNS))
@@ -582,19 +588,25 @@ def _range_names(
 # ---------------------------------------------------------------- meta
 
 
-def _meta(con: sqlite3.Connection, schema: Schema, source: str) -> dict[str, Any]:
-    meta: dict[str, Any] = {"sources": [{"path": source, "format": "nsys-sqlite"}]}
-    if devices := _devices(con, schema):
-        meta["device"], meta["devices"] = devices[0], devices
+def _meta(con: sqlite3.Connection, schema: Schema, source: str) -> SessionMeta:
+    devices = _devices(con, schema)
     info = (
         dict(con.execute("SELECT name, value FROM META_DATA_EXPORT").fetchall())
         if "META_DATA_EXPORT" in schema
         else {}
     )
-    if info.get("EXPORT_PRODUCT_VERSION"):
-        meta["nsys_version"] = str(info["EXPORT_PRODUCT_VERSION"])
-    meta.update(_recording(con, schema))
-    return meta
+    host, start, rank_env = _recording(con, schema)
+    return SessionMeta(
+        sources=(Source(source, "nsys-sqlite"),),
+        device=devices[0] if devices else None,
+        devices=tuple(devices) if devices else None,
+        nsys_version=str(info["EXPORT_PRODUCT_VERSION"])
+        if info.get("EXPORT_PRODUCT_VERSION")
+        else None,
+        host=host,
+        session_start_utc_ns=start,
+        rank_env=rank_env,
+    )
 
 
 # Launcher variables that say which rank a process is (torchrun, SLURM, Open MPI, MPICH/PMI).
@@ -615,22 +627,26 @@ RANK_VARIABLES = (
 _RANK_VARIABLE = re.compile(rf"(?:^|;)({'|'.join(RANK_VARIABLES)})=\"?(\d+)")
 
 
-def _recording(con: sqlite3.Connection, schema: Schema) -> dict[str, Any]:
+def _recording(
+    con: sqlite3.Connection, schema: Schema
+) -> tuple[str | None, int | None, dict[str, int] | None]:
     """Where and when the report was recorded, for merging one report per rank: the host, the
     session's start (UTC ns: every timestamp counts from it) and the launcher's rank variables
-    in the environment of the process nsys started (only those: an environment holds secrets)."""
-    out: dict[str, Any] = {}
+    in the environment of the process nsys started (only those: an environment holds secrets);
+    None for what the export does not say."""
+    host: str | None = None
+    start: int | None = None
     system = (
         dict(con.execute("SELECT name, value FROM TARGET_INFO_SYSTEM_ENV").fetchall())
         if {"name", "value"} <= schema.get("TARGET_INFO_SYSTEM_ENV", {}).keys()
         else {}
     )
     if system.get("Hostname"):
-        out["host"] = str(system["Hostname"])
+        host = str(system["Hostname"])
     if "utcEpochNs" in schema.get("TARGET_INFO_SESSION_START_TIME", {}):
         row = con.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
         if row and row[0] is not None:
-            out["session_start_utc_ns"] = int(row[0])
+            start = int(row[0])
     captured = (
         [
             str(v)
@@ -644,9 +660,7 @@ def _recording(con: sqlite3.Connection, schema: Schema) -> dict[str, Any]:
     # nsys's own environment (DeviceEnvironment) when the capture lists none
     texts = captured or [str(system.get("DeviceEnvironment", ""))]
     found = {m[1]: int(m[2]) for text in texts for m in _RANK_VARIABLE.finditer(text)}
-    if found:
-        out["rank_env"] = found
-    return out
+    return host, start, found or None
 
 
 _GPU_FIELDS = {

@@ -4,12 +4,13 @@ cuda_gpu_trace becomes the Session's timeline (one row per kernel, copy and mems
 ranges or API calls: nsys stats does not print them per activity). Summary reports
 (cuda_gpu_kern_sum, cuda_api_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, nvtx_sum) have
 no start times, so they cannot be placed on a timeline: their rows go to
-meta["nsys_<report>"], in base units, for the renderers.
+meta.nsys_<report>, in base units, for the renderers.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from nsdiag.errors import InputError
+from nsdiag.model.meta import SessionMeta, Source
+from nsdiag.model.schema import COPY_KINDS, MEMORY_KINDS, UNKNOWN, known
 from nsdiag.model.session import TIMELINE_COLUMNS, Session, empty_frame
 from nsdiag.readers.csv_table import CsvTable, open_table
 from nsdiag.readers.validate import intervals
@@ -81,19 +84,18 @@ def read_table(table: CsvTable) -> Session:
     path = table.path
     report = report_kind(table.header_line)
     frame = table.frame(f"{report} CSV", "re-export the report", skip_blank_lines=True)
-    meta: dict[str, Any] = {"sources": [{"path": str(path), "format": f"nsys-stats-{report}"}]}
+    meta = SessionMeta(sources=(Source(str(path), f"nsys-stats-{report}"),))
     if report != "cuda_gpu_trace":
-        meta[f"nsys_{report}"] = _summary(frame)
-        if table.warnings:
-            meta["warnings"] = table.warnings
-        return Session(meta=meta)
+        summary: dict[str, Any] = {f"nsys_{report}": tuple(_summary(frame))}
+        return Session(meta=replace(meta, **summary, warnings=tuple(table.warnings)))
     timeline, device_name = _trace(frame, path)
     timeline, warnings = intervals(timeline, "GPU activities", str(path))
     timeline = timeline.astype(dict.fromkeys(("start_ns", "end_ns", "duration_ns"), "int64"))
-    if device_name:
-        meta["device"] = {"name": device_name}
-    if table.warnings or warnings:
-        meta["warnings"] = [*table.warnings, *warnings]
+    meta = replace(
+        meta,
+        device={"name": device_name} if device_name else None,
+        warnings=(*table.warnings, *warnings),
+    )
     return Session(timeline=timeline, meta=meta)
 
 
@@ -203,7 +205,10 @@ def _bytes(t: pd.DataFrame, duration: pd.Series) -> pd.Series:
 
 def _copy_kinds(name: pd.Series, kind: np.ndarray) -> pd.Series:
     label = name.str.extract(r"^\[CUDA memcpy (.*)\]$", expand=False)
-    codes = label.map(lambda v: _COPY_KINDS.get(v, v) if isinstance(v, str) else v)
+    # older nsys print the codes (HtoD); a direction the schema lacks is 'unknown'
+    codes = label.map(
+        lambda v: _COPY_KINDS.get(v, known(v, COPY_KINDS)) if isinstance(v, str) else v
+    )
     return codes.where(kind == "memcpy")
 
 
@@ -211,9 +216,10 @@ def _mem_kind(t: pd.DataFrame, column: str) -> pd.Series:
     if column not in t:
         return pd.Series(np.nan, index=t.index, dtype="object")
     values = t[column].astype("object")
-    return values.where(
+    kinds = values.where(
         values.isna(), values.astype(str).str.strip().str.lower().str.replace(" ", "_")
     )
+    return kinds.where(kinds.isna() | kinds.isin(list(MEMORY_KINDS)), UNKNOWN)
 
 
 def _dims(t: pd.DataFrame, prefix: str) -> pd.Series:

@@ -20,13 +20,14 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from nsdiag.errors import InputError
+from nsdiag.model.meta import SessionMeta
 from nsdiag.model.ranks import Rank
 from nsdiag.model.session import Session
 
@@ -65,12 +66,12 @@ def gpu_processes(timeline: pd.DataFrame) -> pd.DataFrame:
 
 def assign_ranks(session: Session, first_rank: int = 0, rank_from: str = "") -> Session:
     """A trace's GPU processes as ranks (`first_rank` upward, in process-id order): a `rank`
-    column on its tables and meta["ranks"]. A trace with one GPU process is left as it is unless
+    column on its tables and meta.ranks. A trace with one GPU process is left as it is unless
     `rank_from` says where its rank comes from (a per-rank report)."""
     processes = gpu_processes(session.timeline)
     if len(processes) < 2 and not rank_from:
         return session
-    host = str(session.meta.get("host", ""))
+    host = session.meta.host or ""
     source = _source(session)
     how = rank_from or "process-order"
     ranks = [
@@ -89,17 +90,16 @@ def assign_ranks(session: Session, first_rank: int = 0, rank_from: str = "") -> 
         if "process_id" in frame:
             mapped = frame["process_id"].map(by_process)
             frame["rank"] = mapped.fillna(-1).astype("int64").to_numpy()
-    session.meta["ranks"] = [r.to_json() for r in ranks]
+    session.meta = replace(session.meta, ranks=tuple(ranks))
     return session
 
 
 def _source(session: Session) -> str:
-    sources = session.meta.get("sources") or [{}]
-    return str(sources[0].get("path", ""))
+    return session.meta.sources[0].path if session.meta.sources else ""
 
 
-def env_rank(meta: dict[str, Any]) -> int | None:
-    env = meta.get("rank_env") or {}
+def env_rank(meta: SessionMeta) -> int | None:
+    env = meta.rank_env or {}
     return next((int(env[k]) for k in GLOBAL_RANK if k in env), None)
 
 
@@ -126,11 +126,11 @@ def merge_rank_reports(sessions: Sequence[Session], paths: Sequence[Path]) -> Se
     """Reports of one run, one (or a few) ranks each, as one session on one time axis."""
     numbers, how = file_ranks(sessions, paths)
     order = np.argsort(numbers, kind="stable")
-    starts = [s.meta.get("session_start_utc_ns") for s in sessions]
+    starts = [s.meta.session_start_utc_ns for s in sessions]
     aligned = all(isinstance(t, int) for t in starts)
     origin = min(int(t) for t in starts if isinstance(t, int)) if aligned else 0
     tables: dict[str, list[pd.DataFrame]] = {name: [] for name in _TIME_COLUMNS}
-    ranks: list[dict[str, Any]] = []
+    ranks: list[Rank] = []
     next_rank = 0
     for i in order:
         session, number = sessions[int(i)], numbers[int(i)]
@@ -142,8 +142,8 @@ def merge_rank_reports(sessions: Sequence[Session], paths: Sequence[Path]) -> Se
             frame: pd.DataFrame = getattr(session, name)
             if len(frame):
                 tables[name].append(_shifted(frame, _TIME_COLUMNS[name], shift))
-        ranks.extend(session.meta.get("ranks", []))
-        next_rank = max(r["rank"] for r in ranks) + 1 if ranks else next_rank + 1
+        ranks.extend(session.meta.ranks or ())
+        next_rank = max(r.rank for r in ranks) + 1 if ranks else next_rank + 1
     meta = _merged_meta(sessions, ranks, aligned)
     base = Session()
     return Session(
@@ -178,25 +178,22 @@ def _concat(frames: list[pd.DataFrame], empty: pd.DataFrame, ordered: bool = Fal
     return merged
 
 
-def _merged_meta(
-    sessions: Sequence[Session], ranks: list[dict[str, Any]], aligned: bool
-) -> dict[str, Any]:
+def _merged_meta(sessions: Sequence[Session], ranks: list[Rank], aligned: bool) -> SessionMeta:
+    """The first report's meta, with every report's sources and ranks (one report's host,
+    start and environment are not the run's)."""
     first = sessions[0].meta
-    meta: dict[str, Any] = {
-        key: value
-        for key, value in first.items()
-        if key not in ("sources", "ranks", "rank_env", "session_start_utc_ns", "host")
-    }
-    meta["sources"] = [src for s in sessions for src in s.meta.get("sources", [])]
-    meta["ranks"] = sorted(ranks, key=lambda r: int(r["rank"]))
-    hosts = sorted({str(r.get("host", "")) for r in ranks} - {""})
-    if hosts:
-        meta["hosts"] = hosts
-    if not aligned:
-        meta["rank_time_axis"] = (
-            "unaligned: a report lacks its start time; each counts from its own"
-        )
-    return meta
+    hosts = sorted({r.host for r in ranks} - {""})
+    unaligned = "unaligned: a report lacks its start time; each counts from its own"
+    return replace(
+        first,
+        sources=tuple(src for s in sessions for src in s.meta.sources),
+        ranks=tuple(sorted(ranks, key=lambda r: r.rank)),
+        rank_env=None,
+        session_start_utc_ns=None,
+        host=None,
+        hosts=tuple(hosts) if hosts else first.hosts,
+        rank_time_axis=first.rank_time_axis if aligned else unaligned,
+    )
 
 
 Reader = Callable[[Path], Session]

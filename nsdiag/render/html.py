@@ -111,7 +111,7 @@ def _finding(finding: Finding, diagnosis: Diagnosis, names: dict[str, str]) -> d
 
 
 def _kernel_row(k: KernelDiagnosis, names: dict[str, str], carded: bool) -> dict[str, Any]:
-    mean = k.mean_duration_ns
+    mean = k.region_mean_ns
     top = k.findings[0] if k.findings else None
     roof = number(k.roofline.pct_of_roof)
     share = number(k.time_share)
@@ -178,7 +178,8 @@ def _geometry(k: KernelDiagnosis) -> list[tuple[str, str]]:
         ),
         ("waves per SM", fmt.num(m.get("waves_per_sm"))),
         ("launches", f"{k.launches:,}"),
-        ("mean duration", fmt.time_ns(k.mean_duration_ns)),
+        ("mean per launch (region)", fmt.time_ns(k.region_mean_ns)),
+        ("mean profiled launch", fmt.time_ns(k.profiled_mean_ns)),
     ]
     return [(label, value) for label, value in rows if value and value != fmt.MISSING]
 

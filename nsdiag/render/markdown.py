@@ -7,10 +7,15 @@ so a kernel named `<img src=x onerror=alert(1)>` or `a|b*c` prints as itself.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.model.values import number
-from nsdiag.render import RenderOptions, fmt, ranks
+from nsdiag.render import fmt, ranks
+from nsdiag.render.registry import RenderOptions
+
+if TYPE_CHECKING:
+    from nsdiag.model.session import Session
 
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#])")
 
@@ -71,7 +76,9 @@ def _program(diagnosis: Diagnosis) -> list[str]:
     return [*lines, ""]
 
 
-def render_markdown(diagnosis: Diagnosis, options: RenderOptions | None = None) -> str:
+def render_markdown(
+    diagnosis: Diagnosis, session: Session | None = None, options: RenderOptions | None = None
+) -> str:
     options = options or RenderOptions()
     names = fmt.display_names(diagnosis)
     device = diagnosis.device.get("name") or "unknown GPU"

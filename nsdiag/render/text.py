@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
+from nsdiag.analysis.diagnosis import Diagnosis, Evidence, Finding, KernelDiagnosis
 from nsdiag.model.names import short_name, short_names
 from nsdiag.render import fmt, ranks
+
+if TYPE_CHECKING:
+    from nsdiag.model.session import Session
+    from nsdiag.render.registry import RenderOptions
 
 WIDTH = 120
 
@@ -19,8 +24,14 @@ def _pct(value: float | None) -> str:
     return fmt.pct(value, digits=0)
 
 
+def _evidence_item(e: Evidence) -> str:
+    """`dram_throughput_pct = 81.8 > 70`: the value, and the threshold it was compared with."""
+    value = "n/a" if e.value is None else f"{e.value:.3g}"
+    return f"{e.metric} = {value}" + (f" {e.op} {e.threshold:g}" if e.op else "")
+
+
 def _evidence(finding: Finding) -> str:
-    return "; ".join(e.as_text() for e in finding.evidence if e.value is not None)
+    return "; ".join(_evidence_item(e) for e in finding.evidence if e.value is not None)
 
 
 def _kernel_block(
@@ -58,6 +69,13 @@ def _kernel_block(
             else ""
         )
         console.print(Text(f"  ncu's own top rule: {first.rule}{speedup}", style="dim"))
+
+
+def render_text_report(
+    diagnosis: Diagnosis, session: Session | None, options: RenderOptions
+) -> str:
+    """The text format's entry in the renderer table (render/registry.py)."""
+    return render_text(diagnosis, top=options.text_findings, kernels=options.text_kernels)
 
 
 def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:

@@ -18,8 +18,8 @@ import pandas as pd
 
 from nsdiag.analysis.diagnosis import Diagnosis, KernelDiagnosis
 from nsdiag.analysis.diff.stats import Spread
-from nsdiag.analysis.region.choose import Iteration, launch_times
 from nsdiag.analysis.region.scope import restrict
+from nsdiag.analysis.region.windows import Iteration, launch_times
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.launches import Signature, kernel_launches, signatures
 from nsdiag.model.names import function_name, normalized

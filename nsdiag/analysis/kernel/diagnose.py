@@ -36,8 +36,7 @@ class KernelInputs:
 
     @property
     def device(self) -> Mapping[str, Any]:
-        device = self.session.meta.get("device", {})
-        return device if isinstance(device, Mapping) else {}
+        return self.session.meta.device or {}
 
 
 def place(row: Mapping[str, Any], inputs: KernelInputs) -> roofline.RooflinePosition:

@@ -1,10 +1,13 @@
-"""Group kernel launches into signatures (name + grid + block) and aggregate their metrics."""
+"""Group kernel launches into signatures (name + grid + block, keyed by model/signature.py) and
+aggregate their metrics."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from nsdiag.model.names import normalized
+from nsdiag.model.signature import SEPARATOR, signature_keys
+
+__all__ = ["SIGNATURE", "aggregate", "signature_keys"]
 
 SIGNATURE = ("name", "grid", "block")
 _SIGNATURE_KEY = "_signature"
@@ -24,8 +27,10 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
     launches that have them (per-launch counts stay per launch, so ratios between them keep
     their meaning); other columns come from the first launch. The aggregate's own columns:
     `total_duration_ns` (all launches; the timeline's total where a targeted session knows it),
-    `mean_duration_ns` (the mean profiled launch; the catalogue's `duration_ns` holds the same,
-    since the verdict, the roofline and the rules read a launch), `launches` and `launch_ids`.
+    `profiled_mean_ns` (the mean profiled launch; the catalogue's `duration_ns` holds the same,
+    since the verdict, the roofline and the rules read a launch), `launches` and `launch_ids`,
+    and `region_mean_ns` (`total_duration_ns` / `launches`: the mean launch where the timeline
+    counted them, in the region being diagnosed; the profiled mean without a timeline).
     """
     k = kernels.reset_index(drop=True).copy()
     for col in SIGNATURE:
@@ -34,9 +39,10 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
     if k.empty:
         return k.assign(
             total_duration_ns=pd.Series(dtype="float64"),
-            mean_duration_ns=pd.Series(dtype="float64"),
+            profiled_mean_ns=pd.Series(dtype="float64"),
             launches=pd.Series(dtype="int64"),
             launch_ids=pd.Series(dtype=object),
+            region_mean_ns=pd.Series(dtype="float64"),
         )
     keys = signature_keys(k).rename(_SIGNATURE_KEY)
     timeline = _timeline_groups(k, keys)
@@ -45,32 +51,21 @@ def aggregate(kernels: pd.DataFrame) -> pd.DataFrame:
     if "duration_ns" in k:
         durations = k["duration_ns"].groupby(keys, sort=False)
         out["total_duration_ns"] = durations.sum(min_count=1)
-        out["mean_duration_ns"] = durations.mean()
-        out["duration_ns"] = out["mean_duration_ns"]  # not the duration-weighted mean
+        out["profiled_mean_ns"] = durations.mean()
+        out["duration_ns"] = out["profiled_mean_ns"]  # not the duration-weighted mean
     else:
         out["total_duration_ns"] = float("nan")
-        out["mean_duration_ns"] = float("nan")
+        out["profiled_mean_ns"] = float("nan")
     out["launches"] = grouped.size()
     out["launch_ids"] = k["id"].astype(int).groupby(keys, sort=False).agg(list)
     if timeline is not None:
         out = _timeline_totals(out, k, keys, timeline)
+    # as KernelDiagnosis.region_mean_ns computes it, for the rules' messages (one concat: the
+    # inserts above leave a raw full-set table fragmented)
+    region_mean = out["total_duration_ns"] / out["launches"].clip(lower=1)
+    out = pd.concat([out, region_mean.rename("region_mean_ns")], axis=1)
     out = out.sort_values("total_duration_ns", ascending=False, na_position="last", kind="stable")
     return out.reset_index(drop=True)
-
-
-def signature_keys(kernels: pd.DataFrame) -> pd.Series:
-    """One key per launch: its name as nsys and every ncu export spell it alike (ncu's exports of
-    one session print `at::f<c10::Half>` in one report and `f<Half>` in another), grid and
-    block."""
-    names = kernels["name"].astype(str)
-    spelled = {name: normalized(name) for name in names.unique()}
-    return (
-        names.map(spelled)
-        + "\x1f"
-        + kernels["grid"].astype(str)
-        + "\x1f"
-        + kernels["block"].astype(str)
-    )
 
 
 def _weights(k: pd.DataFrame, timeline: pd.DataFrame | None) -> pd.Series:
@@ -138,7 +133,7 @@ def _timeline_groups(k: pd.DataFrame, keys: pd.Series) -> pd.DataFrame | None:
     variant = (
         k["timeline_variant"].fillna(0).astype(int).astype(str) if "timeline_variant" in k else "0"
     )
-    group = keys + "\x1f" + variant
+    group = keys + SEPARATOR + variant
     return pd.DataFrame(
         {
             _SIGNATURE_KEY: keys,

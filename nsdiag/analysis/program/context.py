@@ -11,7 +11,7 @@ import pandas as pd
 from nsdiag.analysis.diagnosis import KernelDiagnosis
 from nsdiag.analysis.kernel.roofline import MeasuredCeiling
 from nsdiag.analysis.program.ranks import RankAnalysis
-from nsdiag.analysis.region.choose import Region
+from nsdiag.analysis.region.windows import Region
 from nsdiag.model.session import Session
 
 if TYPE_CHECKING:  # the timeline analyses import this module

@@ -24,6 +24,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -31,9 +32,11 @@ import pandas as pd
 from nsdiag.analysis.diagnosis import Evidence, Finding, FusionChain, share_of
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.launch_sequence import launches
-from nsdiag.analysis.program.values import program_text
-from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.program.record import MIN_IMPACT, SAVED_MS, Param, ProgramAnalysis
 from nsdiag.model.names import short_names
+
+if TYPE_CHECKING:  # the rule loader imports the analyses' records
+    from nsdiag.analysis.rules.spec import RuleSpec
 
 _TENSOR_IDLE_PCT = 5.0  # an operation whose tensor pipe is busier runs real matrix math
 ELEMENTWISE = frozenset({"elementwise"})
@@ -114,8 +117,8 @@ def _linked(a: FusionStep, b: FusionStep, params: Mapping[str, float]) -> bool:
         return False
     if a.has_bytes and b.has_bytes:
         return bool(
-            a.write_bytes >= params.get("min_intermediate_bytes", 1e6)
-            and b.read_bytes >= params.get("min_read_fraction", 0.5) * a.write_bytes
+            a.write_bytes >= params["min_intermediate_bytes"]
+            and b.read_bytes >= params["min_read_fraction"] * a.write_bytes
         )
     return a.elementwise and b.elementwise
 
@@ -142,8 +145,9 @@ def _kept(chain: Sequence[FusionStep], at_roof: float) -> bool:
 
 
 def chains(sequence: pd.DataFrame, params: Mapping[str, float]) -> list[list[FusionStep]]:
-    """The chains of the launch sequence, per process and stream."""
-    at_roof = params.get("at_roof_dram_pct", 75.0)
+    """The chains of the launch sequence, per process and stream. `params`:
+    FUSION_CANDIDATES's, complete (FUSION_CANDIDATES.params_of)."""
+    at_roof = params["at_roof_dram_pct"]
     found: list[list[FusionStep]] = []
     for _, stream in sequence.groupby(["process_id", "stream"], sort=False, dropna=False):
         for steps in _segments(stream):
@@ -166,16 +170,17 @@ def _cost(chain: Sequence[FusionStep], ceiling: float) -> ChainCost:
 
 def fusion_candidates(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     ceiling = ctx.measured_dram_ceiling.bytes_per_s if ctx.measured_dram_ceiling else 0.0
+    params = FUSION_CANDIDATES.params_of(rule)
     costs: dict[tuple[str, ...], list[ChainCost]] = defaultdict(list)
     ranges: dict[tuple[str, ...], set[str]] = defaultdict(set)
-    for chain in chains(launches(ctx), rule.params):
+    for chain in chains(launches(ctx), params):
         names = tuple(step.name for step in chain)
         ranges[names].update(*(step.ranges for step in chain))
         costs[names].append(_cost(chain, ceiling))
     findings = []
     for names, occurrences in costs.items():
-        finding = _finding(rule, ctx, names, occurrences, ranges[names])
-        if not (finding.impact or 0.0) < rule.params.get("min_impact", 0.01):
+        finding = _finding(rule, params, ctx, names, occurrences, ranges[names])
+        if not (finding.impact or 0.0) < params["min_impact"]:
             findings.append(finding)
     return findings
 
@@ -183,7 +188,7 @@ def fusion_candidates(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
 def _values(
     names: tuple[str, ...], occurrences: list[ChainCost], ctx: ProgramContext, saved_ns: float
 ) -> dict[str, object]:
-    """The values of NSD410's templates (program_values.PROGRAM_VALUES["fusion_candidates"])."""
+    """The values of NSD410's templates (FUSION_CANDIDATES.values)."""
     labels = short_names(names)
     count = len(occurrences)
     by_names = occurrences[0].by_names
@@ -220,7 +225,7 @@ def _traffic(by_names: bool, intermediate: float, moved: float, fused: float) ->
     )
 
 
-def _evidence(rule: RuleSpec, occurrences: list[ChainCost]) -> tuple[Evidence, ...]:
+def _evidence(params: Mapping[str, float], occurrences: list[ChainCost]) -> tuple[Evidence, ...]:
     time_ns = sum(c.time_ns for c in occurrences)
     if occurrences[0].by_names:
         return (
@@ -234,7 +239,7 @@ def _evidence(rule: RuleSpec, occurrences: list[ChainCost]) -> tuple[Evidence, .
             "intermediate_bytes",
             sum(c.intermediate_bytes for c in occurrences),
             ">=",
-            rule.params.get("min_intermediate_bytes", 1e6),
+            params["min_intermediate_bytes"],
         ),
         Evidence("fused_bandwidth_bytes_per_s", occurrences[-1].stream_bytes_per_s),
     )
@@ -242,6 +247,7 @@ def _evidence(rule: RuleSpec, occurrences: list[ChainCost]) -> tuple[Evidence, .
 
 def _finding(
     rule: RuleSpec,
+    params: Mapping[str, float],
     ctx: ProgramContext,
     names: tuple[str, ...],
     occurrences: list[ChainCost],
@@ -249,7 +255,7 @@ def _finding(
 ) -> Finding:
     time_ns = sum(c.time_ns for c in occurrences)
     saved_ns = sum(c.saved_ns for c in occurrences)
-    message, fix = program_text(rule, _values(names, occurrences, ctx, saved_ns))
+    message, fix = FUSION_CANDIDATES.text(rule, _values(names, occurrences, ctx, saved_ns))
     return Finding(
         rule=rule.id,
         cause=rule.cause,
@@ -259,10 +265,45 @@ def _finding(
         message=message,
         fix=fix,
         impact_basis=rule.impact_basis,
-        evidence=_evidence(rule, occurrences),
+        evidence=_evidence(params, occurrences),
         kernel=names[0],
         range=", ".join(sorted(r for r in ranges if r)) or None,
         saved_ns=saved_ns,
         details=FusionChain(names, len(occurrences)),
         estimate="names" if occurrences[0].by_names else "metrics",
     )
+
+
+FUSION_CANDIDATES = ProgramAnalysis(
+    name="fusion_candidates",
+    function=fusion_candidates,
+    needs="launches",
+    tables=("kernels",),
+    values={
+        "operations": "Operations in the chain (consecutive launches of one kernel are one).",
+        "chain": "Text: the chain's kernels, shortened, joined by ' -> '.",
+        "occurrences": "How many times the chain runs in the analysed region.",
+        "per_iteration": "Text: ', 2 per iteration' when iterations are known and the chain "
+        "runs at least once per iteration, else empty.",
+        "chain_traffic": "Text: what the intermediates cost, from ncu's byte counts, or that "
+        "the chain is estimated from elementwise kernel names and durations.",
+        "intermediate_mb": "Intermediates written to DRAM and read back, MB (n/a from names).",
+        "moved_mb": "DRAM bytes the chain moves, MB (n/a from names).",
+        "fused_mb": "DRAM bytes a fused kernel would move, MB (n/a from names).",
+        "saved_ms": SAVED_MS,
+    },
+    params={
+        "min_intermediate_bytes": Param(
+            1e6, "The smallest intermediate one operation writes for the next to link, bytes."
+        ),
+        "min_read_fraction": Param(
+            0.5, "The share of that intermediate the next operation must read back to link."
+        ),
+        "at_roof_dram_pct": Param(
+            75.0,
+            "The DRAM throughput, %, at which a byte-matched chain all of whose kernels reach "
+            "it is left out (equal sizes, not shared data) unless they are named elementwise.",
+        ),
+        "min_impact": Param(0.01, MIN_IMPACT),
+    },
+)

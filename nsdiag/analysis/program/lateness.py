@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.region.choose import Window
+from nsdiag.analysis.region.windows import Window
 from nsdiag.model.ranks import rank_of
 
 STALL_NS = 1_000_000.0  # a host gap this long on the launching threads is a stall, not overhead

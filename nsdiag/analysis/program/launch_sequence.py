@@ -19,9 +19,10 @@ import pandas as pd
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.region.choose import launch_times, synced_before
+from nsdiag.analysis.region.sequence import synced_before
+from nsdiag.analysis.region.windows import launch_times
 from nsdiag.model.kernel_facts import parse_kernel_name
-from nsdiag.model.matching import signature_key
+from nsdiag.model.signature import signature_key, signature_keys
 from nsdiag.model.values import number
 
 COLUMNS = (
@@ -44,11 +45,12 @@ COLUMNS = (
 )
 
 
-def _profiled(kernels: tuple[KernelDiagnosis, ...] | Any) -> dict[tuple[str, ...], KernelDiagnosis]:
-    out: dict[tuple[str, ...], KernelDiagnosis] = {}
+def _profiled(kernels: tuple[KernelDiagnosis, ...] | Any) -> dict[str, KernelDiagnosis]:
+    """The profiled signatures by key text (model/signature.py), under both their names."""
+    out: dict[str, KernelDiagnosis] = {}
     for k in kernels:
-        out.setdefault(signature_key(k.name, k.grid, k.block), k)
-        out.setdefault(signature_key(k.demangled, k.grid, k.block), k)
+        out.setdefault(signature_key(k.name, k.grid, k.block).text, k)
+        out.setdefault(signature_key(k.demangled, k.grid, k.block).text, k)
     return out
 
 
@@ -57,24 +59,29 @@ def _metric(k: KernelDiagnosis | None, name: str) -> float:
     return np.nan if value is None else value
 
 
-def _from_signature(
-    frame: pd.DataFrame, profiled: Mapping[tuple[str, ...], KernelDiagnosis]
-) -> pd.DataFrame:
-    """Columns from each launch's profiled signature, bytes scaled by the launch's duration."""
-    found = [
-        profiled.get(signature_key(n, g, b))
-        for n, g, b in zip(frame["name"], frame["grid"], frame["block"], strict=True)
-    ]
-    mean = np.array([_metric(k, "mean_duration_ns") for k in found])
+def _from_signature(frame: pd.DataFrame, profiled: Mapping[str, KernelDiagnosis]) -> pd.DataFrame:
+    """Columns from each launch's profiled signature, bytes scaled by the launch's duration
+    (over the profiled mean: the bytes are the profiled launches'). Keyed once per launch, looked
+    up once per signature."""
+    keys = signature_keys(frame)
+    distinct = pd.Index(keys.unique())
+    found = [profiled.get(key) for key in distinct]
+    where = distinct.get_indexer(keys)
+
+    def metric(name: str) -> np.ndarray:
+        return np.asarray(np.array([_metric(k, name) for k in found], dtype="float64")[where])
+
+    mean = metric("profiled_mean_ns")
     scale = np.where(mean > 0, frame["duration_ns"].to_numpy("float64") / mean, np.nan)
+    bounds = [k.bound if k is not None else "" for k in found]
     return pd.DataFrame(
         {
-            "read_bytes": np.array([_metric(k, "dram_read_bytes") for k in found]) * scale,
-            "write_bytes": np.array([_metric(k, "dram_write_bytes") for k in found]) * scale,
-            "best_bytes_per_s": [_metric(k, "dram_bytes_per_second") for k in found],
-            "bound": [k.bound if k is not None else "" for k in found],
-            "dram_pct": [_metric(k, "dram_throughput_pct") for k in found],
-            "tensor_pct": [_metric(k, "pipe_tensor_pct") for k in found],
+            "read_bytes": metric("dram_read_bytes") * scale,
+            "write_bytes": metric("dram_write_bytes") * scale,
+            "best_bytes_per_s": metric("dram_bytes_per_second"),
+            "bound": [bounds[i] for i in where],
+            "dram_pct": metric("dram_throughput_pct"),
+            "tensor_pct": metric("pipe_tensor_pct"),
         },
         index=frame.index,
     )
@@ -120,7 +127,7 @@ def from_profiled(ctx: ProgramContext) -> pd.DataFrame:
     if not len(d):
         return pd.DataFrame(columns=list(COLUMNS))
     d = d.sort_values("id").reset_index(drop=True)
-    verdicts = {signature_key(k.name, k.grid, k.block): k.bound for k in ctx.kernels}
+    verdicts = {signature_key(k.name, k.grid, k.block).text: k.bound for k in ctx.kernels}
 
     def col(name: str) -> pd.Series:
         if name in d:
@@ -144,10 +151,7 @@ def from_profiled(ctx: ProgramContext) -> pd.DataFrame:
             "read_bytes": col("dram_read_bytes"),
             "write_bytes": col("dram_write_bytes"),
             "best_bytes_per_s": col("dram_bytes_per_second"),
-            "bound": [
-                verdicts.get(signature_key(n, g, b), "")
-                for n, g, b in zip(d["name"], d["grid"], d["block"], strict=True)
-            ],
+            "bound": [verdicts.get(key, "") for key in signature_keys(d)],
             "dram_pct": col("dram_throughput_pct"),
             "tensor_pct": col("pipe_tensor_pct"),
         }

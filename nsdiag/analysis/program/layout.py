@@ -12,18 +12,21 @@ launches: the timeline's where there is one, else the profiled launches.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding, KernelDiagnosis, share_of
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.launch_sequence import launches
-from nsdiag.analysis.program.values import program_text
-from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.program.record import SAVED_MS, Param, ProgramAnalysis
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.matching import signature_key
 from nsdiag.model.names import short_names
 from nsdiag.model.values import number
+
+if TYPE_CHECKING:  # the rule loader imports the analyses' records
+    from nsdiag.analysis.rules.spec import RuleSpec
 
 _COPY_NAME = re.compile(r"copy", re.IGNORECASE)
 _LAYOUT_NAME = re.compile(
@@ -69,7 +72,7 @@ def layout_conversions(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         return []
     time_ns = float(found["duration_ns"].sum())
     share = time_ns / ctx.wall_ns
-    min_share = rule.params.get("min_share", 0.01)
+    min_share = LAYOUT_CONVERSIONS.params_of(rule)["min_share"]
     if share < min_share:
         return []
     per_kernel = (
@@ -91,7 +94,7 @@ def layout_conversions(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         "moved": f"; they move {moved / 1e6:.0f} MB and compute nothing" if moved else "",
         "saved_ms": time_ns / 1e6,
     }
-    message, fix = program_text(rule, values)
+    message, fix = LAYOUT_CONVERSIONS.text(rule, values)
     timed = "timeline" if ctx.session.has_timeline() else "metrics"
     return [
         Finding(
@@ -120,3 +123,27 @@ def _bytes(found: pd.DataFrame) -> float:
     total = (found["read_bytes"] + found["write_bytes"]).sum(min_count=1)
     value = number(total)
     return value or 0.0
+
+
+LAYOUT_CONVERSIONS = ProgramAnalysis(
+    name="layout_conversions",
+    function=layout_conversions,
+    needs="launches",
+    tables=("kernels",),
+    values={
+        "share_pct": "Time in layout conversions, % of the analysed region's wall time.",
+        "time_us": "Time in layout conversions, us.",
+        "launches": "Launches of conversion kernels.",
+        "kernels": "Text: the five longest conversion kernels, shortened, with launches and time "
+        "('nchwToNhwcKernel (40x, 812 us), ...').",
+        "moved_mb": "DRAM bytes the conversions move, MB (n/a without ncu byte counts).",
+        "moved": "Text: '; they move 512 MB and compute nothing' when the bytes are known, else "
+        "empty.",
+        "saved_ms": SAVED_MS,
+    },
+    params={
+        "min_share": Param(
+            0.01, "The smallest time in conversions reported, share of the region's wall time."
+        ),
+    },
+)

@@ -17,7 +17,7 @@ gradient all-reduce issued after the backward pass instead of bucket by bucket d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -26,9 +26,11 @@ from nsdiag.analysis.diagnosis import Evidence, Finding, share_of
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.lateness import EXPLAINED, Lateness
 from nsdiag.analysis.program.ranks import CONSISTENT_SHARE, RankAnalysis, RankStep
-from nsdiag.analysis.program.values import program_text
-from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.program.record import Param, ProgramAnalysis
 from nsdiag.model.ranks import is_communication, rank_of
+
+if TYPE_CHECKING:  # the rule loader imports the analyses' records
+    from nsdiag.analysis.rules.spec import RuleSpec
 
 
 def rank_imbalance(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
@@ -60,7 +62,9 @@ def rank_imbalance(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         Evidence("explained_share_of_delay", lateness.explained, ">=", EXPLAINED),
         Evidence("late_rank", float(late.rank.rank)),
     )
-    return [_finding(rule, ctx, values, evidence, saved_step * ranks.iterations, ranks)]
+    return [
+        _finding(RANK_IMBALANCE, rule, ctx, values, evidence, saved_step * ranks.iterations, ranks)
+    ]
 
 
 def unexplained_lateness(rule: RuleSpec, ctx: ProgramContext) -> str | None:
@@ -111,7 +115,7 @@ def _imbalance(
 
 
 def _min_impact(rule: RuleSpec) -> float:
-    return float(rule.params.get("min_impact", 0.2))
+    return RANK_IMBALANCE.params_of(rule)["min_impact"]
 
 
 def _ms(ns: float) -> str:
@@ -130,8 +134,8 @@ def exposed_communication(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     overlap = 1.0 - float(exposed.sum() / transfer.sum())
     step = steps[0].wall_ns
     saved_step = float(exposed.mean())
-    max_overlap = float(rule.params.get("max_overlap_fraction", 0.25))
-    min_impact = float(rule.params.get("min_impact", 0.03))
+    params = EXPOSED_COMMUNICATION.params_of(rule)
+    max_overlap, min_impact = params["max_overlap_fraction"], params["min_impact"]
     if step <= 0 or overlap > max_overlap or saved_step / step < min_impact:
         return []
     worst = max(steps, key=lambda s: s.exposed_transfer_ns)
@@ -150,10 +154,12 @@ def exposed_communication(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         Evidence("exposed_share_of_step", saved_step / step, ">=", min_impact),
         Evidence("exposed_transfer_per_step_ns", saved_step),
     )
-    return [_finding(rule, ctx, values, evidence, saved_step * ranks.iterations, ranks)]
+    saved_ns = saved_step * ranks.iterations
+    return [_finding(EXPOSED_COMMUNICATION, rule, ctx, values, evidence, saved_ns, ranks)]
 
 
 def _finding(
+    analysis: ProgramAnalysis,
     rule: RuleSpec,
     ctx: ProgramContext,
     values: dict[str, Any],
@@ -161,7 +167,7 @@ def _finding(
     saved_ns: float,
     ranks: RankAnalysis,
 ) -> Finding:
-    message, fix = program_text(rule, values)
+    message, fix = analysis.text(rule, values)
     step = ranks.steps[0].wall_ns * ranks.iterations
     return Finding(
         rule=rule.id,
@@ -233,3 +239,61 @@ def _collective_kinds(ctx: ProgramContext) -> str:
     ranks = max(len(set(rank_of(kernels))), 1)
     per_step = kinds.value_counts() / ranks / max(ctx.iterations, 1)
     return ", ".join(f"{k} x{v:.0f}" for k, v in per_step.items())
+
+
+# The rank analyses own the time inside communication kernels: gpu_idle_gaps counts an idle gap
+# less the communication kernels that cover it (view.py: comm_ns).
+RANK_IMBALANCE = ProgramAnalysis(
+    name="rank_imbalance",
+    function=rank_imbalance,
+    needs="ranks",
+    values={
+        "late_rank": "The late rank: it reaches the collectives after every other rank.",
+        "late_device": "The late rank's GPU (device id on its host).",
+        "late_host": "The late rank's host name ('this host' when the report lacks it).",
+        "waiting_ranks": "Text: the ranks that wait for it ('rank 0', 'ranks 0-6 and 8-255').",
+        "wait_ms": "The time the waiting ranks lose per step inside collectives with nothing "
+        "to compute, mean over them, ms.",
+        "wait_pct": "That wait, % of the step.",
+        "step_ms": "The step's wall time, ms.",
+        "last_at": "The collectives the late rank reached last.",
+        "collectives": "The collectives in the analysed region.",
+        "late_cause": "Text: what on the late rank accounts for its lateness: its host stalls "
+        "(no CUDA call for 1 ms or more), its GPU computes more, with the difference per step, "
+        "then late_ranges.",
+        "late_ranges": "Text: 'It spends longer than the others in NVTX range 'load_batch' "
+        "(12.00 ms more per step).' when a range is longer by a quarter of the delay or more, "
+        "else empty.",
+        "saved_ms": "What arriving with the others would save per step: the smallest wait of "
+        "the waiting ranks less the late rank's own wait, ms.",
+    },
+    params={
+        "min_impact": Param(0.2, "The smallest saving per step reported, share of the step."),
+    },
+    claims_before=("gpu_idle_gaps",),
+    held_back=unexplained_lateness,
+)
+
+EXPOSED_COMMUNICATION = ProgramAnalysis(
+    name="exposed_communication",
+    function=exposed_communication,
+    needs="ranks",
+    values={
+        "transfer_ms": "Collective transfer time per step (communication kernels minus waits "
+        "for late ranks), mean over the ranks, ms.",
+        "exposed_ms": "Of it, the time no computation runs on the GPU, mean over the ranks, ms.",
+        "overlap_pct": "The transfers' share overlapped with computation, %.",
+        "step_ms": "The step's wall time, ms.",
+        "collectives": "Text: the collectives per step by kind ('AllReduce x1').",
+        "worst_rank": "The rank with the most exposed transfer time.",
+        "worst_exposed_ms": "Its exposed transfer time per step, ms.",
+        "saved_ms": "What full overlap would save per step (the exposed transfer time), ms.",
+    },
+    params={
+        "max_overlap_fraction": Param(
+            0.25, "The largest share of the transfers overlapped with computation reported."
+        ),
+        "min_impact": Param(0.03, "The smallest saving per step reported, share of the step."),
+    },
+    claims_before=("gpu_idle_gaps",),
+)

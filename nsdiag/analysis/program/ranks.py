@@ -30,7 +30,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.program.lateness import SAMPLED_OTHERS, Lateness, host_stalls, longer_ranges
-from nsdiag.analysis.region.choose import Region, Window
+from nsdiag.analysis.region.windows import Region, Window
 from nsdiag.model.intervals import union_ns
 from nsdiag.model.ranks import Rank, is_communication, rank_of, session_ranks
 from nsdiag.model.session import Session
@@ -314,10 +314,7 @@ def only_ranks(session: Session, keep: set[int] | None) -> Session:
             return frame
         return frame[np.isin(rank_of(frame), sorted(keep))].reset_index(drop=True)
 
-    meta = {
-        **session.meta,
-        "ranks": [r for r in session.meta.get("ranks", []) if r["rank"] in keep],
-    }
+    meta = replace(session.meta, ranks=tuple(r for r in session.meta.ranks or () if r.rank in keep))
     return replace(
         session,
         timeline=mine(session.timeline),

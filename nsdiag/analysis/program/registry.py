@@ -1,78 +1,80 @@
 """Program-level analyses: dispatch rule files with scope = "program" to their analysis.
 
-Every analysis is `analysis(rule, ctx)`: the rule (its thresholds in `rule.params`) and the
-ProgramContext built once per diagnosis. Each finding's message and fix are the rule file's
-templates over the values registered for the analysis in program_values.PROGRAM_VALUES (its keys
-are this table's).
+Every analysis is declared once, next to its function, as a `ProgramAnalysis` record
+(analysis/program/record.py): its name, the function `analysis(rule, ctx)` (the rule and the
+ProgramContext built once per diagnosis), what the session must hold, the nsys tables it reads,
+the values its rule's message and fix templates may use, its parameters with their defaults,
+what it claims before other analyses and an optional hold-back check. PROGRAM_ANALYSES collects
+the records; the rule loader (analysis/rules/spec.py) checks each program rule against its
+analysis's record (its name, its templates' values, its `[params]` keys), and the diagnosis
+runs the rules' analyses here.
+
+To add a program analysis:
+1. Write `my_analysis(rule, ctx) -> list[Finding]` in a module of analysis/program/ (a timeline
+   analysis in timeline/, reporting through timeline/findings.py's per_range and make_finding).
+   Read its thresholds with `params = MY_ANALYSIS.params_of(rule)` (the defaults overlaid by the
+   rule file's `[params]`; never a literal default at the call site) and format the finding's
+   message and fix with `MY_ANALYSIS.text(rule, values)`.
+2. Below the function, declare `MY_ANALYSIS = ProgramAnalysis(name="my_analysis", ...)`: every
+   value it gives the templates and every parameter, each with a one-line meaning; the tables it
+   needs; `claims_before` when other analyses must count only the time it leaves them (say how in
+   timeline/attribution.py, and make them subtract it); `held_back` when a finding large enough
+   can still be withheld with a reason.
+3. Add the record to PROGRAM_ANALYSES below, and a rule file rules/NSDxxx-slug.toml with
+   scope = "program", analysis = "my_analysis", its `[params]` and templates (a new cause slug
+   goes in the vocabulary, analysis/rules/spec.py PROGRAM_CAUSES and DESIGN.md).
+4. tests/test_program_registry.py then checks the rule against the record, and needs a recording
+   under tests/data on which the analysis gives every value it declares (add it to RECORDINGS
+   there).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from nsdiag.analysis.diagnosis import Finding, Skipped
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.fusion import fusion_candidates
-from nsdiag.analysis.program.layout import layout_conversions
-from nsdiag.analysis.program.rank_findings import (
-    exposed_communication,
-    rank_imbalance,
-    unexplained_lateness,
-)
-from nsdiag.analysis.program.timeline import (
-    gpu_idle_gaps,
-    launch_overhead,
-    no_copy_compute_overlap,
-    pageable_memcpy,
-    sync_heavy,
-)
-from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.program.fusion import FUSION_CANDIDATES
+from nsdiag.analysis.program.layout import LAYOUT_CONVERSIONS
+from nsdiag.analysis.program.rank_findings import EXPOSED_COMMUNICATION, RANK_IMBALANCE
+from nsdiag.analysis.program.record import TABLE_WORDS, ProgramAnalysis
+from nsdiag.analysis.program.timeline.idle import GPU_IDLE_GAPS
+from nsdiag.analysis.program.timeline.launches import LAUNCH_OVERHEAD
+from nsdiag.analysis.program.timeline.overlap import NO_COPY_COMPUTE_OVERLAP
+from nsdiag.analysis.program.timeline.pageable import PAGEABLE_MEMCPY
+from nsdiag.analysis.program.timeline.syncs import SYNC_HEAVY
 
-Analysis = Callable[[RuleSpec, ProgramContext], list[Finding]]
+if TYPE_CHECKING:  # the rule loader imports this registry
+    from nsdiag.analysis.rules.spec import RuleSpec
 
-ANALYSES: dict[str, tuple[Analysis, str]] = {
-    # name -> (function, what the session must hold: kernels (ncu), a timeline (nsys),
-    # launches (either: the analysis works on names and durations alone, better with ncu data),
-    # or ranks (a timeline of two ranks or more: analysis/program/ranks.py))
-    "fusion_candidates": (fusion_candidates, "launches"),
-    "layout_conversions": (layout_conversions, "launches"),
-    "pageable_memcpy": (pageable_memcpy, "timeline"),
-    "no_copy_compute_overlap": (no_copy_compute_overlap, "timeline"),
-    "sync_heavy": (sync_heavy, "timeline"),
-    "gpu_idle_gaps": (gpu_idle_gaps, "timeline"),
-    "launch_overhead": (launch_overhead, "timeline"),
-    "rank_imbalance": (rank_imbalance, "ranks"),
-    "exposed_communication": (exposed_communication, "ranks"),
+PROGRAM_ANALYSES: dict[str, ProgramAnalysis] = {
+    a.name: a
+    for a in (
+        FUSION_CANDIDATES,
+        LAYOUT_CONVERSIONS,
+        PAGEABLE_MEMCPY,
+        NO_COPY_COMPUTE_OVERLAP,
+        SYNC_HEAVY,
+        GPU_IDLE_GAPS,
+        LAUNCH_OVERHEAD,
+        RANK_IMBALANCE,
+        EXPOSED_COMMUNICATION,
+    )
 }
-
-# Analyses that hold back a finding whose size qualifies when its evidence does not, and say why
-# (listed with the skipped rules: never dropped silently).
-HELD_BACK: dict[str, Callable[[RuleSpec, ProgramContext], str | None]] = {
-    "rank_imbalance": unexplained_lateness,
-}
-
-
-# The nsys tables each timeline analysis reads besides the GPU activities: an export without one
-# (readers/nsys_sqlite.py lists it in meta["missing_tables"]) cannot tell absent from unknown.
-TABLES_NEEDED: dict[str, tuple[str, ...]] = {
-    "gpu_idle_gaps": ("kernels",),
-    "no_copy_compute_overlap": ("kernels",),
-    "launch_overhead": ("kernels",),  # gaps between tiny kernels; launch calls only add detail
-    "sync_heavy": ("kernels", "api_calls"),
-    "fusion_candidates": ("kernels",),
-    "layout_conversions": ("kernels",),
-}
-_TABLE_WORDS = {"kernels": "kernel table", "api_calls": "CUDA API table"}
 
 
 def needs_timeline(rules: Sequence[RuleSpec]) -> bool:
-    return any(ANALYSES.get(r.analysis, (None, ""))[1] in ("timeline", "ranks") for r in rules)
+    """Whether a rule's analysis reads the prepared timeline (engine.diagnose prepares it)."""
+    needs = {name: analysis.needs for name, analysis in PROGRAM_ANALYSES.items()}
+    return any(needs.get(r.analysis) in ("timeline", "ranks") for r in rules)
 
 
 def _skip_reason(rule: RuleSpec, ctx: ProgramContext) -> str | None:
-    if rule.analysis not in ANALYSES:
+    analysis = PROGRAM_ANALYSES.get(rule.analysis)
+    if analysis is None:
         return f"analysis {rule.analysis!r} is not available in this nsdiag"
-    needs = ANALYSES[rule.analysis][1]
+    needs = analysis.needs
     if needs == "kernels" and not ctx.session.has_kernels():
         return "missing kernel metrics (no ncu data)"
     if needs == "launches" and not (ctx.session.has_kernels() or ctx.session.has_timeline()):
@@ -81,15 +83,10 @@ def _skip_reason(rule: RuleSpec, ctx: ProgramContext) -> str | None:
         return "missing timeline (no nsys data)"
     if needs == "ranks" and ctx.ranks is None:
         return "one process (no distributed run in the timeline)"
-    missing = [
-        t
-        for t in TABLES_NEEDED.get(rule.analysis, ())
-        if t in ctx.session.meta.get("missing_tables", ())
-    ]
+    missing = [t for t in analysis.tables if t in (ctx.session.meta.missing_tables or ())]
     if missing and not (needs == "launches" and ctx.session.has_kernels()):
-        return "the nsys export has no " + " and no ".join(_TABLE_WORDS[t] for t in missing)
-    held_back = HELD_BACK.get(rule.analysis)
-    return held_back(rule, ctx) if held_back is not None else None
+        return "the nsys export has no " + " and no ".join(TABLE_WORDS[t] for t in missing)
+    return analysis.held_back(rule, ctx) if analysis.held_back is not None else None
 
 
 def program_findings(
@@ -102,6 +99,6 @@ def program_findings(
         if reason is not None:
             skipped.append(Skipped(rule.id, reason))
             continue
-        findings.extend(ANALYSES[rule.analysis][0](rule, ctx))
+        findings.extend(PROGRAM_ANALYSES[rule.analysis].function(rule, ctx))
     findings.sort(key=lambda f: f.rank_key)
     return findings, skipped

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.kernel.signatures import signature_keys
-from nsdiag.analysis.region.choose import Region, launch_times
+from nsdiag.analysis.region.windows import Region, launch_times
 from nsdiag.model.launches import kernel_launches
 from nsdiag.model.matching import timeline_weights
 from nsdiag.model.session import Session

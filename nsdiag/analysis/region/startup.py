@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.region.choose import Region
+from nsdiag.analysis.region.windows import Region
 from nsdiag.model.intervals import union_ns
 
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (

@@ -1,6 +1,7 @@
 """Read one rule file and check its shape: a bounded regular file, UTF-8, TOML, and every key
 known, of the right type, allowed in the rule's scope, every number finite. What the values
-mean (names against the catalogue, expressions, templates) rulespec.py checks next.
+mean (names against the catalogue, expressions, templates, a program rule's analysis and its
+`[params]` keys) spec.py checks next.
 
 Every problem is a RuleError naming the file and the key, so a rule folder given with --rules
 fails in one line, never with a traceback.

@@ -53,7 +53,11 @@ CONSTANTS: dict[str, float] = {
 }
 SIGNATURE_VALUES: dict[str, str] = {
     "launches": "Launches of the signature (the timeline's count where it knows more).",
-    "mean_duration_ns": "Mean duration of the signature's profiled launches.",
+    "profiled_mean_ns": "Mean duration of the signature's profiled launches (= duration_ns).",
+    "region_mean_ns": (
+        "total_duration_ns / launches: the mean launch as the program ran it in the analysed "
+        "region (the timeline's, where there is one; the profiled mean without one)."
+    ),
     "total_duration_ns": "Duration of all the signature's launches together.",
 }
 

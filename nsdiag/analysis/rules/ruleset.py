@@ -1,7 +1,7 @@
 """The rules a diagnosis applies: the shipped ones, then the user's rule folders in order
 (`--rules DIR`, NSDIAG_RULES_DIR). A user's rule with a new id adds a rule; one with the id of
 an earlier rule replaces it, and a note says so. Every file is validated as the shipped ones are
-(rulespec.parse_rule), so a bad rule fails when the rules load, in one line naming its file."""
+(spec.parse_rule), so a bad rule fails when the rules load, in one line naming its file."""
 
 from __future__ import annotations
 

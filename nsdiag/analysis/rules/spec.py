@@ -1,7 +1,8 @@
 """Rule files (rules/NSDxxx-slug.toml): load, validate against the metric catalogue, look up.
 
-A rule is validated whole when it loads (rulefile.py: the file and its keys' types; here: ids,
-names, expressions, templates), so a malformed rule fails in one line naming its file, never
+A rule is validated whole when it loads (file.py: the file and its keys' types; here: ids,
+names, expressions, templates, and a program rule against its analysis's record in
+analysis/program/registry.py), so a malformed rule fails in one line naming its file, never
 when it fires."""
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from nsdiag.analysis.program.values import PROGRAM_VALUES
+from nsdiag.analysis.program.record import ProgramAnalysis
+from nsdiag.analysis.program.registry import PROGRAM_ANALYSES
 from nsdiag.analysis.rules.expr import Expression, ExpressionError, parse
 from nsdiag.analysis.rules.file import DOC_SECTIONS, read_rule_file
 from nsdiag.analysis.rules.namespace import CONSTANTS, rule_names, template_names
@@ -77,11 +79,13 @@ class RuleSpec:
     impact_basis: str  # the assumption behind `impact`, shown to users
     evidence: tuple[str, ...]
     # str.format templates (analysis/rules/template.py) over the values a kernel rule sees
-    # (rule_context.template_names) or a program rule's analysis gives (program_values)
+    # (namespace.template_names) or a program rule's analysis gives (its record's values)
     message: str
     fix: str
     doc: dict[str, str | list[str]]
-    params: dict[str, float] = field(default_factory=dict)  # program analyses' thresholds
+    # A kernel rule's named numbers; a program rule's analysis's thresholds, complete (the
+    # file's, then the record's defaults for the keys it leaves out)
+    params: dict[str, float] = field(default_factory=dict)
     analysis: str = ""  # program rules: the analysis that implements them
     path: str = ""
     defaults: dict[str, float] = field(default_factory=dict)  # name -> value when missing
@@ -130,7 +134,7 @@ def _identity(data: dict[str, Any], path: Path) -> tuple[str, str, str]:
 
 
 def _names(data: dict[str, Any], key: str, path: Path, known: frozenset[str]) -> tuple[str, ...]:
-    names = tuple(data.get(key, []))  # rulefile checked: a list of strings
+    names = tuple(data.get(key, []))  # file.py checked: a list of strings
     unknown = [n for n in names if n not in known]
     if unknown and key == "requires":
         raise RuleError(f"{path}: requires unknown metric(s) {', '.join(unknown)}", _NAMES_HINT)
@@ -170,7 +174,7 @@ def _defaults(
     data: dict[str, Any], path: Path, requires: tuple[str, ...], read: frozenset[str]
 ) -> dict[str, float]:
     """`[defaults]`: the value a name takes when the report lacks it (numbers checked finite
-    by rulefile)."""
+    by file.py)."""
     defaults: dict[str, float] = {}
     for name, value in data.get("defaults", {}).items():
         if name in requires:
@@ -187,21 +191,40 @@ def _defaults(
     return defaults
 
 
-def _analysis(data: dict[str, Any], path: Path, scope: str) -> str:
-    analysis = str(data.get("analysis", ""))
-    if scope == "program" and analysis not in PROGRAM_VALUES:
+def _analysis(data: dict[str, Any], path: Path, scope: str) -> ProgramAnalysis | None:
+    """A program rule's analysis (None for a kernel rule)."""
+    if scope != "program":
+        return None
+    name = str(data.get("analysis", ""))
+    analysis = PROGRAM_ANALYSES.get(name)
+    if analysis is None:
         raise RuleError(
-            f"{path}: program rule names unknown analysis {analysis!r}",
-            f"analysis = one of {', '.join(PROGRAM_VALUES)}",
+            f"{path}: program rule names unknown analysis {name!r}",
+            f"analysis = one of {', '.join(PROGRAM_ANALYSES)}",
         )
     return analysis
 
 
-def _template_names(scope: str, analysis: str) -> tuple[Collection[str], str]:
+def _analysis_params(
+    params: dict[str, float], path: Path, analysis: ProgramAnalysis
+) -> dict[str, float]:
+    """A program rule's `[params]` checked against its analysis's: an unknown key is an error, a
+    key left out takes the analysis's default."""
+    unknown = [key for key in params if key not in analysis.params]
+    if unknown:
+        raise RuleError(
+            f"{path}: params name unknown key(s) {', '.join(unknown)} of analysis {analysis.name}",
+            f"{analysis.name} takes {', '.join(analysis.params)}",
+        )
+    defaults = analysis.defaults
+    return {**params, **{key: defaults[key] for key in defaults if key not in params}}
+
+
+def _template_names(analysis: ProgramAnalysis | None) -> tuple[Collection[str], str]:
     """The names a rule's message and fix may use, and a hint that says where they come from."""
-    if scope == "program":
-        names = PROGRAM_VALUES[analysis]
-        return names, f"analysis {analysis} gives {', '.join(names)}"
+    if analysis is not None:
+        names = analysis.values
+        return names, f"analysis {analysis.name} gives {', '.join(names)}"
     return template_names(), "name values of nsdiag/analysis/rules/namespace.py: {name}, {name:.2f}"
 
 
@@ -217,8 +240,9 @@ def _template(
 
 
 def parse_rule(path: Path) -> RuleSpec:
-    """One rule file, validated whole: its shape (rulefile.py), then its names, expressions and
-    templates. RuleError names the file and the key."""
+    """One rule file, validated whole: its shape (file.py), then its names, expressions and
+    templates, and a program rule's analysis and `[params]`. RuleError names the file and the
+    key."""
     data = read_rule_file(path)
     rule_id, cause, scope = _identity(data, path)
     params = _params(data, path, scope)
@@ -233,7 +257,9 @@ def parse_rule(path: Path) -> RuleSpec:
     impact = _expr(data, "impact", path, known, constants)
     read = frozenset().union(*(e.names for e in (condition, impact) if e is not None))
     analysis = _analysis(data, path, scope)
-    names = _template_names(scope, analysis)
+    if analysis is not None:
+        params = _analysis_params(params, path, analysis)
+    names = _template_names(analysis)
     return RuleSpec(
         id=rule_id,
         cause=cause,
@@ -248,7 +274,7 @@ def parse_rule(path: Path) -> RuleSpec:
         fix=_template(data, "fix", path, names),
         doc=doc,
         params=params,
-        analysis=analysis,
+        analysis=analysis.name if analysis is not None else "",
         path=str(path),
         defaults=_defaults(data, path, requires, read),
     )

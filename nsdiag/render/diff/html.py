@@ -10,8 +10,8 @@ from markupsafe import Markup
 from nsdiag.analysis.diff import Diff
 from nsdiag.render.diff import charts as diff_charts
 from nsdiag.render.diff import rows as diff_rows
-from nsdiag.render.diff.text import summary
 from nsdiag.render.html import _asset, _chart, _plotly_js, environment
+from nsdiag.render.registry import DiffOptions
 from nsdiag.version import __version__
 
 TEMPLATE = "diff.html.j2"
@@ -97,7 +97,7 @@ def context(diff: Diff) -> dict[str, Any]:
         "check": diff_rows.check_line(diff),
         "gate": diff_rows.gate_line(diff.gate) if diff.gate is not None else None,
         "gate_failed": diff.gate is not None and not diff.gate.passed,
-        "summary": summary(diff),
+        "summary": diff_rows.summary(diff),
         "unit": diff_rows.unit(diff),
         "waterfall": _chart(diff_charts.waterfall(diff), "chart-waterfall"),
         "matches": _matches(diff),
@@ -112,5 +112,6 @@ def context(diff: Diff) -> dict[str, Any]:
     }
 
 
-def render_diff_html(diff: Diff) -> str:
+def render_diff_html(diff: Diff, options: DiffOptions | None = None) -> str:
+    """Every match is listed (a sortable table): `options.top` does not cut it."""
     return environment().get_template(TEMPLATE).render(**context(diff))

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from nsdiag.analysis.diff import Diff
 from nsdiag.render.diff import rows
-from nsdiag.render.diff.text import summary
+from nsdiag.render.registry import DiffOptions
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_diff_markdown(diff: Diff, top: int = 15) -> str:
+def render_diff_markdown(diff: Diff, options: DiffOptions | None = None) -> str:
+    top = (options or DiffOptions()).top
     lines = ["# nsdiag diff", ""]
     lines += [f"- {_cell(rows.side_line(side))}" for side in (diff.before, diff.after)]
     if diff.region.note:
@@ -45,7 +46,7 @@ def render_diff_markdown(diff: Diff, top: int = 15) -> str:
         )
     lines += [
         "",
-        summary(diff),
+        rows.summary(diff),
         "",
         "## Findings resolved or shrunk: predicted against measured",
         "",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis
@@ -43,6 +44,18 @@ def spread(s: Spread) -> str:
         f"median {fmt.time_ns(s.median)} (IQR {fmt.time_ns(s.q1)}–{fmt.time_ns(s.q3)}, "
         f"min {fmt.time_ns(s.low)}, max {fmt.time_ns(s.high)}, {s.n} iterations)"
     )
+
+
+def summary(diff: Diff) -> str:
+    """`matched: 88 same kernel, 3 same library role, 1 replaced by fused; 2 gone, 1 new`."""
+    counts = Counter(m.method for m in diff.matches)
+    matched = [
+        f"{counts[m]} {METHOD_LABELS[m]}"
+        for m in METHOD_LABELS
+        if m not in ("gone", "new")
+        if counts[m]
+    ]
+    return f"matched: {', '.join(matched) or 'nothing'}; {counts['gone']} gone, {counts['new']} new"
 
 
 def side_line(side: Side) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-from collections import Counter
 
 from rich.console import Console
 from rich.table import Table
@@ -12,10 +11,12 @@ from rich.text import Text
 from nsdiag.analysis.diff import Diff
 from nsdiag.render import fmt
 from nsdiag.render.diff import rows
+from nsdiag.render.registry import DiffOptions
 from nsdiag.render.text import WIDTH
 
 
-def render_diff_text(diff: Diff, top: int = 15) -> str:
+def render_diff_text(diff: Diff, options: DiffOptions | None = None) -> str:
+    top = (options or DiffOptions()).top
     buffer = io.StringIO()
     console = Console(
         file=buffer, width=WIDTH, force_terminal=False, color_system=None, highlight=False
@@ -30,18 +31,6 @@ def render_diff_text(diff: Diff, top: int = 15) -> str:
     _kernels(console, diff, top)
     _findings(console, diff)
     return buffer.getvalue()  # the gate's line is the CLI's to print, unwrapped
-
-
-def summary(diff: Diff) -> str:
-    """`matched: 88 same kernel, 3 same library role, 1 replaced by fused; 2 gone, 1 new`."""
-    counts = Counter(m.method for m in diff.matches)
-    matched = [
-        f"{counts[m]} {rows.METHOD_LABELS[m]}"
-        for m in rows.METHOD_LABELS
-        if m not in ("gone", "new")
-        if counts[m]
-    ]
-    return f"matched: {', '.join(matched) or 'nothing'}; {counts['gone']} gone, {counts['new']} new"
 
 
 def _kernels(console: Console, diff: Diff, top: int) -> None:
@@ -76,7 +65,7 @@ def _kernels(console: Console, diff: Diff, top: int) -> None:
     console.print(table)
     hidden = len(ranked) - top
     more = f"; {hidden} more matches (--top N, or --json)" if hidden > 0 else ""
-    console.print(Text(summary(diff) + more, style="dim"))
+    console.print(Text(rows.summary(diff) + more, style="dim"))
 
 
 def _findings(console: Console, diff: Diff) -> None:

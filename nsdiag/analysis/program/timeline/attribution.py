@@ -6,8 +6,11 @@ its activities) and idle gaps between busy segments. Busy copy time can be claim
 pageable-memcpy (copy time beyond the pinned bandwidth) and then no-copy-compute-overlap (what
 remains after that, beyond the slowest pipeline stage). Each idle gap is claimed at most once:
 by sync-heavy (syncs that return inside it), by launch-overhead (short gaps between tiny kernels,
-never gaps holding a sync return) or by gpu-idle-gaps (long gaps, minus any sync claim). The
-impact denominator is the sum of the device spans (the device time that exists).
+never gaps holding a sync return) or by gpu-idle-gaps (long gaps, minus any sync claim); time
+inside communication kernels goes to the rank analyses, never to gpu-idle-gaps. The impact
+denominator is the sum of the device spans (the device time that exists). Each analysis's record
+states what it claims before which others (`claims_before`: PAGEABLE_MEMCPY, SYNC_HEAVY,
+RANK_IMBALANCE and EXPOSED_COMMUNICATION).
 """
 
 from __future__ import annotations

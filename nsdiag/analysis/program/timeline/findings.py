@@ -6,17 +6,28 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding, share_of
 from nsdiag.analysis.program.context import ProgramContext
+from nsdiag.analysis.program.record import SAVED_MS, ProgramAnalysis
 from nsdiag.analysis.program.timeline.nvtx import UNNAMED, label
 from nsdiag.analysis.program.timeline.view import TimelineView
-from nsdiag.analysis.program.values import program_text
-from nsdiag.analysis.rules.spec import RuleSpec, default_rules
 from nsdiag.model.session import Session
+
+if TYPE_CHECKING:  # the rule loader imports the analyses' records
+    from nsdiag.analysis.rules.spec import RuleSpec
+
+# The template values every timeline finding has, besides its analysis's own (range_values).
+RANGE_VALUES: dict[str, str] = {
+    "range_label": "The NVTX range as a message names it (\"NVTX range 'step'\"), or 'work "
+    "outside NVTX ranges'.",
+    "range": "The NVTX range's name ('' outside ranges).",
+    "device": "The GPU's device id.",
+    "saved_ms": SAVED_MS,
+}
 
 
 @dataclass(frozen=True)
@@ -42,51 +53,48 @@ Drafter = Callable[[int, str, pd.DataFrame, float], Draft | None]
 
 
 def per_range(
+    analysis: ProgramAnalysis,
     rule: RuleSpec,
     ctx: ProgramContext,
     frame: pd.DataFrame,
     saved_ns: Callable[[pd.DataFrame], float],
     draft: Drafter,
-    min_impact: float,
 ) -> list[Finding]:
     """A finding per device and NVTX range of `frame` whose saving reaches the rule's
-    min_impact (`min_impact` where the rule sets none) and that `draft` describes (it returns
-    None for a range that is not a finding)."""
+    min_impact and that `draft` describes (it returns None for a range that is not a
+    finding)."""
+    min_impact = analysis.params_of(rule)["min_impact"]
     findings = []
     for device, name, group in by_range(frame):
         saved = saved_ns(group)
-        if worth_reporting(rule, ctx, saved, min_impact):
+        if worth_reporting(ctx, saved, min_impact):
             found = draft(device, name, group, saved)
             if found is not None:
-                findings.append(make_finding(rule, ctx, found))
+                findings.append(make_finding(analysis, rule, ctx, found))
     return findings
 
 
-def param(rule: RuleSpec, key: str, default: float) -> float:
-    return float(rule.params.get(key, default))
-
-
-def peer_params(cause: str, rules: Sequence[RuleSpec] = ()) -> dict[str, float]:
-    """Another program rule's thresholds, among the rules applied (default: the shipped ones;
-    the overlap analysis reuses the pinned-copy model)."""
+def peer_params(analysis: ProgramAnalysis, rules: Sequence[RuleSpec] = ()) -> dict[str, float]:
+    """The thresholds of another analysis's rule among the rules applied, else that analysis's
+    defaults (the overlap analysis reuses the pinned-copy model of pageable_memcpy)."""
     return next(
         (
-            dict(r.params)
-            for r in (rules or default_rules())
-            if r.scope == "program" and r.cause == cause
+            analysis.params_of(r)
+            for r in rules
+            if r.scope == "program" and r.analysis == analysis.name
         ),
-        {},
+        analysis.defaults,
     )
 
 
-def share(rule: RuleSpec, ctx: ProgramContext, saved_ns: float, default: float) -> Evidence:
+def share(ctx: ProgramContext, saved_ns: float, min_impact: float) -> Evidence:
     """The saving as a share of the region's wall time, next to the rule's min_impact."""
-    return Evidence("impact", saved_ns / ctx.wall_ns, ">=", param(rule, "min_impact", default))
+    return Evidence("impact", saved_ns / ctx.wall_ns, ">=", min_impact)
 
 
-def worth_reporting(rule: RuleSpec, ctx: ProgramContext, saved_ns: float, default: float) -> bool:
+def worth_reporting(ctx: ProgramContext, saved_ns: float, min_impact: float) -> bool:
     """Whether the saving reaches the rule's min_impact share of the region's wall time."""
-    return ctx.wall_ns > 0 and not saved_ns / ctx.wall_ns < param(rule, "min_impact", default)
+    return ctx.wall_ns > 0 and not saved_ns / ctx.wall_ns < min_impact
 
 
 def range_wall_ns(session: Session, v: TimelineView, name: str, device: int) -> float:
@@ -101,7 +109,7 @@ def range_wall_ns(session: Session, v: TimelineView, name: str, device: int) -> 
 
 
 def range_values(draft: Draft, v: TimelineView | None = None) -> dict[str, Any]:
-    """The template values every timeline finding has (program_values.RANGE_VALUES). Where the
+    """The template values every timeline finding has (RANGE_VALUES). Where the
     view's lanes are ranks, the device is the rank's and the label names the rank."""
     rank = v.rank_of(draft.device) if v is not None else None
     return {
@@ -112,9 +120,11 @@ def range_values(draft: Draft, v: TimelineView | None = None) -> dict[str, Any]:
     }
 
 
-def make_finding(rule: RuleSpec, ctx: ProgramContext, draft: Draft) -> Finding:
+def make_finding(
+    analysis: ProgramAnalysis, rule: RuleSpec, ctx: ProgramContext, draft: Draft
+) -> Finding:
     v = ctx.view
-    message, fix = program_text(rule, {**range_values(draft, v), **draft.values})
+    message, fix = analysis.text(rule, {**range_values(draft, v), **draft.values})
     start, end = v.spans.get(draft.device, (0, 0))
     wall = range_wall_ns(ctx.session, v, draft.range, draft.device)
     rank = v.rank_of(draft.device)

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.program.context import ProgramContext
+from nsdiag.analysis.program.record import MIN_IMPACT, Param, ProgramAnalysis
 from nsdiag.analysis.program.timeline.attribution import gap_parts
-from nsdiag.analysis.program.timeline.findings import Draft, param, per_range, share
-from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.program.timeline.findings import RANGE_VALUES, Draft, per_range, share
 from nsdiag.model.intervals import union_ns
 from nsdiag.model.tables import records
+
+if TYPE_CHECKING:  # the rule loader imports the analyses' records
+    from nsdiag.analysis.rules.spec import RuleSpec
 
 
 def gpu_idle_gaps(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     v = ctx.view
-    gaps = v.gaps[v.gaps["length"] >= param(rule, "min_gap_ns", 100_000)]
+    params = GPU_IDLE_GAPS.params_of(rule)
+    gaps = v.gaps[v.gaps["length"] >= params["min_gap_ns"]]
     if gaps.empty:
         return []
     parts = gap_parts(ctx.session.nvtx_ranges, gaps).join(gaps, on="gap")
@@ -29,17 +34,17 @@ def gpu_idle_gaps(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     api = ctx.session.api_calls
     api = api.sort_values("start_ns") if len(api) else api
     return per_range(
+        GPU_IDLE_GAPS,
         rule,
         ctx,
         parts,
         lambda group: float(group["claim"].sum()),
-        lambda device, name, group, saved: _draft(rule, ctx, (device, name, saved), group, api),
-        0.05,
+        lambda device, name, group, saved: _draft(params, ctx, (device, name, saved), group, api),
     )
 
 
 def _draft(
-    rule: RuleSpec,
+    params: Mapping[str, float],
     ctx: ProgramContext,
     where: tuple[int, str, float],
     group: pd.DataFrame,
@@ -47,7 +52,7 @@ def _draft(
 ) -> Draft:
     """`where`: device, range and the saving; `group`: the range's parts of idle gaps."""
     device, name, saved = where
-    min_gap = param(rule, "min_gap_ns", 100_000)
+    min_gap = params["min_gap_ns"]
     idle = float(group["idle"].sum())
     largest = [_largest(g, api) for g in records(group.nlargest(3, "idle"))]
     values = {
@@ -61,7 +66,7 @@ def _draft(
         Evidence("idle_gaps", float(len(group))),
         Evidence("idle_ns", idle),
         Evidence("largest_gap_ns", largest[0]["length_ns"], ">=", min_gap),
-        share(rule, ctx, saved, 0.05),
+        share(ctx, saved, params["min_impact"]),
     )
     details = {
         "gaps": len(group),
@@ -119,3 +124,24 @@ def _describe_host(largest: list[dict[str, Any]]) -> str:
         "During the largest gap the host made no CUDA call: it was busy elsewhere "
         "(CPU work, I/O, Python)."
     )
+
+
+GPU_IDLE_GAPS = ProgramAnalysis(
+    name="gpu_idle_gaps",
+    function=gpu_idle_gaps,
+    needs="timeline",
+    tables=("kernels",),
+    values={
+        **RANGE_VALUES,
+        "idle_ms": "Idle GPU time in the range's gaps of at least min_gap_ns, ms.",
+        "gaps": "How many such gaps the range has a part of.",
+        "min_gap_us": "The rule's min_gap_ns, us.",
+        "largest_gap_ms": "The largest gap, ms.",
+        "host_activity": "Text: a sentence on what the host did during the largest gap (its "
+        "CUDA calls and the share of the gap inside them, or that it made none).",
+    },
+    params={
+        "min_gap_ns": Param(100_000, "The shortest idle gap counted, ns."),
+        "min_impact": Param(0.05, MIN_IMPACT),
+    },
+)

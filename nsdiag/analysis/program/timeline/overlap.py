@@ -5,26 +5,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.program.context import ProgramContext
+from nsdiag.analysis.program.record import MIN_IMPACT, Param, ProgramAnalysis
 from nsdiag.analysis.program.timeline.findings import (
+    RANGE_VALUES,
     Draft,
     make_finding,
-    param,
     peer_params,
     share,
     worth_reporting,
 )
 from nsdiag.analysis.program.timeline.nvtx import label
+from nsdiag.analysis.program.timeline.pageable import PAGEABLE_MEMCPY
 from nsdiag.analysis.program.timeline.pinned import pageable_saving, pinned_model, pinned_ratio
 from nsdiag.analysis.program.timeline.view import TimelineView
-from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.intervals import union_ns_by_group
+
+if TYPE_CHECKING:  # the rule loader imports the analyses' records
+    from nsdiag.analysis.rules.spec import RuleSpec
 
 STAGES = ("h2d", "d2h", "kernel")  # the pipeline's stages
 
@@ -77,9 +81,10 @@ class StageOverlap:
 def overlap_summary(
     v: TimelineView, pinned_params: Mapping[str, float] | None = None
 ) -> list[StageOverlap]:
-    """One StageOverlap per device and NVTX range with GPU work."""
+    """One StageOverlap per device and NVTX range with GPU work; `pinned_params`: the
+    pinned-copy model's (PAGEABLE_MEMCPY's, its defaults when None)."""
     if pinned_params is None:
-        pinned_params = peer_params("pageable-memcpy")
+        pinned_params = PAGEABLE_MEMCPY.defaults
     acts = v.acts[v.acts["stage"] != ""]
     if acts.empty:
         return []
@@ -146,20 +151,21 @@ def _stage_overlap(
 
 
 def no_copy_compute_overlap(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
-    summary = overlap_summary(ctx.view, peer_params("pageable-memcpy", ctx.rules))
+    summary = overlap_summary(ctx.view, peer_params(PAGEABLE_MEMCPY, ctx.rules))
     measured = [s for s in summary if s.has_both]
-    max_fraction = param(rule, "max_overlap_fraction", 0.3)
+    params = NO_COPY_COMPUTE_OVERLAP.params_of(rule)
     return [
-        make_finding(rule, ctx, _draft(rule, ctx, s, measured))
+        make_finding(NO_COPY_COMPUTE_OVERLAP, rule, ctx, _draft(params, ctx, s, measured))
         for s in measured
-        if s.overlap_fraction < max_fraction and worth_reporting(rule, ctx, s.saved_ns, 0.01)
+        if s.overlap_fraction < params["max_overlap_fraction"]
+        and worth_reporting(ctx, s.saved_ns, params["min_impact"])
     ]
 
 
 def _draft(
-    rule: RuleSpec, ctx: ProgramContext, s: StageOverlap, measured: list[StageOverlap]
+    params: Mapping[str, float], ctx: ProgramContext, s: StageOverlap, measured: list[StageOverlap]
 ) -> Draft:
-    max_fraction = param(rule, "max_overlap_fraction", 0.3)
+    max_fraction = params["max_overlap_fraction"]
     others = [
         f"{label(m.range)} {m.overlap_fraction * 100:.0f}%"
         for m in measured
@@ -188,7 +194,7 @@ def _draft(
         Evidence("copy_time_ns", s.copy_ns),
         Evidence("kernel_time_ns", s.kernel_ns),
         Evidence("possible_overlap_ns", s.possible_ns),
-        share(rule, ctx, s.saved_ns, 0.01),
+        share(ctx, s.saved_ns, params["min_impact"]),
     )
     details = s.details()
     details["overlap_by_range"] = [
@@ -196,3 +202,30 @@ def _draft(
         for m in measured
     ]
     return Draft(s.device, s.range, s.saved_ns, values, evidence, details)
+
+
+NO_COPY_COMPUTE_OVERLAP = ProgramAnalysis(
+    name="no_copy_compute_overlap",
+    function=no_copy_compute_overlap,
+    needs="timeline",
+    tables=("kernels",),
+    values={
+        **RANGE_VALUES,
+        "copy_ms": "Busy time of the host-device copies, ms (H2D plus D2H).",
+        "h2d_ms": "Busy time of the host-to-device copies, ms.",
+        "d2h_ms": "Busy time of the device-to-host copies, ms.",
+        "kernel_ms": "Busy time of the kernels, ms.",
+        "possible_overlap_ms": "What perfect overlap would hide: the stages' sum minus the "
+        "longest, ms.",
+        "overlap_pct": "The overlap achieved, % of the possible overlap.",
+        "streams": "Text: where the work ran ('all on stream 7', 'on streams 7, 13').",
+        "overlap_elsewhere": "Text: ' Overlap measured elsewhere in this timeline: <range> "
+        "<pct>%, ....' for the device's other ranges that overlap well, else empty.",
+    },
+    params={
+        "max_overlap_fraction": Param(
+            0.3, "The most overlap achieved, as a fraction of the possible overlap, reported."
+        ),
+        "min_impact": Param(0.01, MIN_IMPACT),
+    },
+)

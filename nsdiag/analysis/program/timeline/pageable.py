@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.timeline.findings import Draft, param, per_range, share
+from nsdiag.analysis.program.record import MIN_IMPACT, Param, ProgramAnalysis
+from nsdiag.analysis.program.timeline.findings import RANGE_VALUES, Draft, per_range, share
 from nsdiag.analysis.program.timeline.pinned import pageable_saving, pinned_model
-from nsdiag.analysis.rules.spec import RuleSpec
+
+if TYPE_CHECKING:  # the rule loader imports the analyses' records
+    from nsdiag.analysis.rules.spec import RuleSpec
 
 
 def gbps(nbytes: float, ns: float) -> float | None:
@@ -18,15 +22,16 @@ def gbps(nbytes: float, ns: float) -> float | None:
 
 
 def pageable_memcpy(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
-    copies = pinned_model(ctx.view, rule.params)
+    params = PAGEABLE_MEMCPY.params_of(rule)
+    copies = pinned_model(ctx.view, params)
     pageable = copies[copies["pageable"]]
     return per_range(
+        PAGEABLE_MEMCPY,
         rule,
         ctx,
         pageable,
         pageable_saving,
-        lambda device, name, group, saved: _draft(rule, ctx, device, name, group, saved),
-        0.01,
+        lambda device, name, group, saved: _draft(params, ctx, device, name, group, saved),
     )
 
 
@@ -45,12 +50,17 @@ def _directions(group: pd.DataFrame) -> dict[str, dict[str, Any]]:
 
 
 def _draft(
-    rule: RuleSpec, ctx: ProgramContext, device: int, name: str, group: pd.DataFrame, saved: float
+    params: Mapping[str, float],
+    ctx: ProgramContext,
+    device: int,
+    name: str,
+    group: pd.DataFrame,
+    saved: float,
 ) -> Draft:
     per_direction = _directions(group)
     nbytes, time_ns = float(group["bytes"].sum()), float(group["duration"].sum())
     pinned = [d["pinned_gb_per_s"] for d in per_direction.values() if d["pinned_gb_per_s"]]
-    speedup = param(rule, "assumed_pinned_speedup", 2.0)
+    speedup = params["assumed_pinned_speedup"]
     achieved, best = gbps(nbytes, time_ns), max(pinned) if pinned else None
     values = {
         "copies": len(group),
@@ -71,10 +81,43 @@ def _draft(
         Evidence("pageable_copy_time_ns", time_ns),
         Evidence("pageable_gb_per_s", achieved),
         Evidence("pinned_gb_per_s", best),
-        share(rule, ctx, saved, 0.01),
+        share(ctx, saved, params["min_impact"]),
     )
     details = {
         "directions": per_direction,
         "streams": sorted(map(int, group["stream"].unique())),
     }
     return Draft(device, name, saved, values, evidence, details)
+
+
+PAGEABLE_MEMCPY = ProgramAnalysis(
+    name="pageable_memcpy",
+    function=pageable_memcpy,
+    needs="timeline",
+    values={
+        **RANGE_VALUES,
+        "copies": "Host-device copies from pageable memory of at least min_copy_bytes.",
+        "copy_mb": "The bytes they move, MB.",
+        "copy_ms": "The time they take, ms.",
+        "copy_gb_per_s": "Their bandwidth, GB/s.",
+        "pinned_gb_per_s": "The bandwidth pinned copies reach in this timeline, GB/s (n/a when "
+        "there is none).",
+        "assumed_pinned_speedup": "The rule's assumed_pinned_speedup (used when no pinned copy "
+        "was measured).",
+        "pinned_basis": "Text: what the pinned estimate rests on ('pinned copies in this "
+        "timeline reach 24.0 GB/s', or 'no pinned copy to compare with: assumed 2x faster "
+        "pinned').",
+    },
+    params={
+        "min_copy_bytes": Param(
+            1 << 20, "The smallest copy counted, bytes (smaller ones are latency-bound)."
+        ),
+        "assumed_pinned_speedup": Param(
+            2.0, "How much faster a pinned copy is when the timeline has none to measure."
+        ),
+        "min_impact": Param(0.01, MIN_IMPACT),
+    },
+    # Copy time beyond the pinned estimate is its own: no_copy_compute_overlap counts the
+    # overlap left after the pinned-memory fix (overlap.py runs this rule's pinned-copy model).
+    claims_before=("no_copy_compute_overlap",),
+)

@@ -17,10 +17,11 @@ def pinned_model(v: TimelineView, params: Mapping[str, float]) -> pd.DataFrame:
     The pinned bandwidth is measured on this timeline's pinned copies of at least
     min_copy_bytes in the same direction on the same device (else the other direction); with
     none, pageable copies are assumed assumed_pinned_speedup times slower than pinned ones.
-    Copies under min_copy_bytes are latency-bound: they keep their time.
+    Copies under min_copy_bytes are latency-bound: they keep their time. `params`:
+    PAGEABLE_MEMCPY's, complete (PAGEABLE_MEMCPY.params_of).
     """
-    min_bytes = params.get("min_copy_bytes", 1 << 20)
-    speedup = max(params.get("assumed_pinned_speedup", 2.0), 1.0)
+    min_bytes = params["min_copy_bytes"]
+    speedup = max(params["assumed_pinned_speedup"], 1.0)
     acts = v.acts
     copies = acts[acts["stage"].isin(["h2d", "d2h"])].copy()
     copies["direction"] = copies["stage"]

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.timeline.findings import Draft, param, per_range, share
-from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.program.record import MIN_IMPACT, Param, ProgramAnalysis
+from nsdiag.analysis.program.timeline.findings import RANGE_VALUES, Draft, per_range, share
+
+if TYPE_CHECKING:  # the rule loader imports the analyses' records
+    from nsdiag.analysis.rules.spec import RuleSpec
 
 
 def sync_heavy(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     v = ctx.view
     if not len(v.syncs):
         return []
+    params = SYNC_HEAVY.params_of(rule)
     api = ctx.session.api_calls
     calls = api[api["is_sync"].astype(bool)]
     named = (
@@ -27,15 +34,17 @@ def sync_heavy(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     def draft(device: int, name: str, group: pd.DataFrame, saved: float) -> Draft | None:
         mine = calls[call_range == name]
         count, work = len(mine), float(group["work_ns"].median())
-        if count < param(rule, "min_syncs", 20) or work > param(rule, "max_work_ns", 100_000):
+        if count < params["min_syncs"] or work > params["max_work_ns"]:
             return None
-        return _draft(rule, ctx, (device, name), mine, group)
+        return _draft(params, ctx, (device, name), mine, group)
 
-    return per_range(rule, ctx, v.syncs, lambda group: float(group["claim_ns"].sum()), draft, 0.01)
+    return per_range(
+        SYNC_HEAVY, rule, ctx, v.syncs, lambda group: float(group["claim_ns"].sum()), draft
+    )
 
 
 def _draft(
-    rule: RuleSpec,
+    params: Mapping[str, float],
     ctx: ProgramContext,
     where: tuple[int, str],
     mine: pd.DataFrame,
@@ -55,13 +64,11 @@ def _draft(
         "gpu_idle_ms": idle / 1e6,
     }
     evidence = (
-        Evidence("sync_calls", float(count), ">=", param(rule, "min_syncs", 20)),
-        Evidence(
-            "median_gpu_work_between_syncs_ns", work, "<=", param(rule, "max_work_ns", 100_000)
-        ),
+        Evidence("sync_calls", float(count), ">=", params["min_syncs"]),
+        Evidence("median_gpu_work_between_syncs_ns", work, "<=", params["max_work_ns"]),
         Evidence("host_blocked_ns", blocked),
         Evidence("gpu_idle_after_syncs_ns", idle),
-        share(rule, ctx, saved, 0.01),
+        share(ctx, saved, params["min_impact"]),
     )
     details = {
         "sync_calls": count,
@@ -71,3 +78,30 @@ def _draft(
         "median_work_ns": work,
     }
     return Draft(device, name, saved, values, evidence, details)
+
+
+SYNC_HEAVY = ProgramAnalysis(
+    name="sync_heavy",
+    function=sync_heavy,
+    needs="timeline",
+    tables=("kernels", "api_calls"),
+    values={
+        **RANGE_VALUES,
+        "sync_calls": "Blocking synchronisation calls in the range.",
+        "sync_names": "Text: the three most frequent calls with their counts "
+        "('cudaStreamSynchronize x40, cudaMemcpy x20').",
+        "median_work_us": "GPU work between a draining sync and the previous one, median, us.",
+        "host_blocked_ms": "Time the host was blocked in the calls, ms.",
+        "gpu_idle_ms": "Idle GPU time in the gaps the syncs returned in, ms.",
+    },
+    params={
+        "min_syncs": Param(20, "The fewest blocking synchronisation calls in a range reported."),
+        "max_work_ns": Param(
+            100_000, "The most GPU work between two draining syncs (median) reported, ns."
+        ),
+        "min_impact": Param(0.01, MIN_IMPACT),
+    },
+    # The idle gap a sync returns in is its own: gpu_idle_gaps counts the gap less the sync's
+    # claim (view.py: sync_claim_ns), and launch_overhead never links kernels across it.
+    claims_before=("gpu_idle_gaps", "launch_overhead"),
+)

@@ -1,0 +1,125 @@
+"""Region from the repeating sequence of kernel launches (with the host's synchronisations, which
+mark iteration ends a signature alone may not show), for programs without NVTX ranges."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from nsdiag.analysis.region.steady import MIN_ITERATIONS, iteration_region, steady
+from nsdiag.analysis.region.windows import (
+    BoolArray,
+    IntArray,
+    Iteration,
+    Region,
+    Window,
+    as_iterations,
+)
+
+MIN_MATCH = 0.9  # share of launches that must repeat one period later
+MAIN_LOOP_SHARE = 0.5  # a loop runs at least this share of the time of the longest-running one
+
+
+def synced_before(launches: IntArray, api: pd.DataFrame) -> BoolArray:
+    """For each launch (in order): whether a blocking synchronisation returned since the one
+    before."""
+    if not len(api) or "is_sync" not in api:
+        return np.zeros(len(launches), dtype=bool)
+    ends = np.sort(api.loc[api["is_sync"].astype(bool), "end_ns"].to_numpy("int64"))
+    done = np.searchsorted(ends, launches, side="right")
+    flags: BoolArray = np.diff(done, prepend=0) > 0
+    return flags
+
+
+def _signature_codes(kernels: pd.DataFrame, synced: BoolArray) -> IntArray:
+    """One integer per launch: its kernel signature, and whether the host synchronised with the
+    GPU since the previous launch (an iteration boundary the signatures alone may not show)."""
+    key: pd.Series = (
+        kernels["name"].astype(str)
+        + "\x1f"
+        + kernels["grid"].astype(str)
+        + "\x1f"
+        + kernels["block"].astype(str)
+        + np.where(synced, "\x1fs", "")
+    )
+    codes, _ = pd.factorize(key)
+    return codes.astype("int64")
+
+
+def _candidate_periods(codes: IntArray) -> list[int]:
+    """Spacings between repeats of each signature that occur often: the loop's period is among
+    them."""
+    order = np.argsort(codes, kind="stable")
+    same = codes[order][1:] == codes[order][:-1]
+    spacing = (order[1:] - order[:-1])[same]
+    if not len(spacing):
+        return []
+    values, counts = np.unique(spacing, return_counts=True)
+    keep = values[(counts >= MIN_ITERATIONS - 1) & (values * MIN_ITERATIONS <= len(codes))]
+    return sorted(int(v) for v in keep if v > 0)
+
+
+def _periodic_stretches(codes: IntArray, period: int) -> list[Window]:
+    """Stretches [a, b) of launches that repeat one period later (MIN_MATCH of each
+    period-long window), at least MIN_ITERATIONS periods long."""
+    n = len(codes)
+    match = np.zeros(n, dtype="float64")
+    match[period:] = codes[period:] == codes[:-period]
+    window = np.convolve(match, np.ones(period), "full")[period - 1 : n + period - 1] / period
+    good = np.concatenate([[False], window >= MIN_MATCH, [False]]).astype("int8")
+    edges = np.flatnonzero(np.diff(good))
+    stretches = []
+    for start, stop in zip(edges[::2], edges[1::2], strict=True):
+        a, b = max(int(start) - period, 0), min(int(stop) + period - 1, n)
+        if b - a >= MIN_ITERATIONS * period:
+            stretches.append((a, b))
+    return stretches
+
+
+def _cut(launches: IntArray, period: int, a: int, b: int) -> list[Iteration]:
+    """Iterations of a periodic stretch, cut where the host paused longest between launches."""
+    host_gap = np.diff(launches, prepend=launches[0])
+    scores = [float(np.median(host_gap[a + o : b : period])) for o in range(period)]
+    cuts = list(range(a + int(np.argmax(scores)), b, period))
+    windows = [(int(launches[i]), int(launches[j])) for i, j in itertools.pairwise(cuts)]
+    return as_iterations(windows, launches)
+
+
+def sequence_iterations(
+    kernels: pd.DataFrame, synced: BoolArray, launches: IntArray
+) -> tuple[int, list[Iteration]] | None:
+    """Iterations from the repeating kernel sequence. Of the stretches that repeat with some
+    period and take at least MAIN_LOOP_SHARE of the time of the longest-running one (a main
+    loop, not a phase's short inner loop), the one ending last: a program's steady state comes
+    after its warm-up, autotuning and compilation loops. Ties go to the shortest period."""
+    codes = _signature_codes(kernels, synced)
+    if len(codes) < 2 * MIN_ITERATIONS:
+        return None
+    found = []
+    for period in _candidate_periods(codes):
+        for a, b in _periodic_stretches(codes, period):
+            iterations = _cut(launches, period, a, b)
+            if len(iterations) >= MIN_ITERATIONS:
+                found.append((sum(i.wall_ns for i in iterations), period, iterations))
+    if not found:
+        return None
+    longest = max(covered for covered, _, _ in found)
+    main = [f for f in found if f[0] >= MAIN_LOOP_SHARE * longest]
+    _, period, iterations = max(main, key=lambda f: (f[2][-1].end_ns, -f[1]))
+    return period, iterations
+
+
+def sequence_region(
+    kernels: pd.DataFrame, launches: IntArray, api: pd.DataFrame, bounds: Window
+) -> Region | None:
+    found = sequence_iterations(kernels, synced_before(launches, api), launches)
+    if found is None:
+        return None
+    period, iterations = found
+    parts = steady(iterations)
+    if parts is None:
+        return None
+    what = f"a repeating sequence of {period} kernel launch{'es' if period > 1 else ''}"
+    return iteration_region("kernel-sequence", what, parts, bounds)

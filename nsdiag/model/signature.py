@@ -1,0 +1,106 @@
+"""The kernel signature key: what identifies a kernel signature (name + grid + block) wherever
+launches are grouped or matched, in one definition.
+
+`SignatureKey(function, grid, block, name)`: the bare function name (as ncu's `function` name
+base and nsys's short name have it), grid and block as text, and the demangled name with the
+spelling differences between nsys and ncu removed (`model/names.normalized`: namespace
+qualifiers, casts on template integers, spaces; ncu's exports of one session print
+`at::f<c10::Half>` in one report and `f<Half>` in another). Two launches are one signature when
+their keys are equal, whichever tool recorded them. The same key:
+
+- matches profiled kernels (ncu) to a timeline's signatures (nsys): model/matching.py,
+  collect/weights.py; `shape` (function, grid, block) is the fallback where a timeline has one
+  name for that shape;
+- groups profiled launches into the signatures that are diagnosed: analysis/kernel/signatures.py;
+- finds a timeline launch's profiled signature: analysis/program/launch_sequence.py.
+
+One variant, on purpose: `exact=True` keeps the name as spelled instead of its normalised form,
+and the caller may put another name in the function slot. model/launches.signatures groups one
+timeline's launches with it, `function` being the name ncu's filter sees (`filter_name`): one
+export spells each kernel one way, so nothing needs tolerating, and two kernels told apart only by
+a namespace (`a::f` and `b::f` of one grid and block) stay two signatures to plan.
+
+`signature_key` is the scalar form (one launch); `signature_keys` the vectorised one over a
+DataFrame, each row's `SignatureKey.text`, the name's spellings computed once per distinct name.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
+
+import pandas as pd
+
+from nsdiag.model.names import function_name, normalized
+
+SEPARATOR = "\x1f"  # between the parts of a key's text: no kernel name holds it
+
+
+class SignatureKey(NamedTuple):
+    function: str  # bare function name (exact variant: what the caller put there)
+    grid: str
+    block: str
+    name: str  # normalised demangled name (exact variant: the name as spelled)
+
+    @property
+    def shape(self) -> tuple[str, str, str]:
+        """Function, grid and block: the key without the full name."""
+        return self.function, self.grid, self.block
+
+    @property
+    def text(self) -> str:
+        """The key as one string, what `signature_keys` gives for the same launch."""
+        return SEPARATOR.join(self)
+
+
+@lru_cache(maxsize=1 << 16)
+def _spellings(name: str) -> tuple[str, str]:
+    """A name's bare function name and its normalised form."""
+    return function_name(name), normalized(name)
+
+
+def signature_key(
+    name: object, grid: object, block: object, *, exact: bool = False, function: object = None
+) -> SignatureKey:
+    """One launch's key. `exact`: keep the name as spelled; `function`: what the function slot
+    holds instead of the name's bare function name."""
+    text = str(name)
+    bare, spelled = _spellings(text)
+    return SignatureKey(
+        bare if function is None else str(function),
+        str(grid),
+        str(block),
+        text if exact else spelled,
+    )
+
+
+def signature_keys(
+    frame: pd.DataFrame, *, exact: bool = False, function: str | None = None
+) -> pd.Series:
+    """Each row's key text (`SignatureKey.text`), from its `name`, `grid` and `block` columns (a
+    missing grid or block column reads as ""); `function`: the column the function slot comes
+    from instead of the name's bare function name."""
+    names = _text(frame, "name")
+    spellings = {n: _spellings(n) for n in names.unique()}
+    bare = (
+        _text(frame, function)
+        if function is not None
+        else names.map({n: s[0] for n, s in spellings.items()})
+    )
+    spelled = names if exact else names.map({n: s[1] for n, s in spellings.items()})
+    sep = SEPARATOR
+    return bare + sep + _text(frame, "grid") + sep + _text(frame, "block") + sep + spelled
+
+
+def _text(frame: pd.DataFrame, column: str) -> pd.Series:
+    """A column as Python strings, as `str()` writes each value (NaN as "nan", None as
+    "None"), so the vectorised key equals the scalar one."""
+    if column not in frame:
+        return pd.Series("", index=frame.index, dtype="str")
+    values = frame[column]
+    text = values.astype("str")  # pandas 3 keeps missing values missing: written as str() does
+    missing = text.isna()
+    if missing.any():
+        written = pd.Series([str(v) for v in values[missing]], index=text.index[missing])
+        text = text.where(~missing, written)
+    return text
