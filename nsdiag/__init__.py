@@ -4,12 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from nsdiag.errors import NsdiagError
-from nsdiag.model.session import Session
 from nsdiag.version import __version__
 
+if TYPE_CHECKING:
+    from nsdiag.model.session import Session
+
 __all__ = ["NsdiagError", "Session", "__version__", "load"]
+
+
+def __getattr__(name: str) -> Any:
+    """`nsdiag.Session` on first use: importing nsdiag (and so `nsdiag --help`) loads no pandas."""
+    if name == "Session":
+        from nsdiag.model.session import Session
+
+        return Session
+    raise AttributeError(f"module 'nsdiag' has no attribute {name!r}")
 
 
 def load(paths: str | Path | Iterable[str | Path], max_input_mb: float | None = None) -> Session:

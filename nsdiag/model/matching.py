@@ -6,8 +6,7 @@ and of the analysed region, comes from the timeline. Kernels are matched by thei
 differences between nsys and ncu removed; by function, grid and block where the timeline has one
 name for that shape), and a signature whose launches did different work under one grid (duration
 groups) by the nearest duration. Used at profile time (collect/) and when diagnosing a region
-(analysis/). `signature_key` is model/signature.py's, named here for the modules that import it
-from here.
+(analysis/).
 """
 
 from __future__ import annotations
@@ -18,8 +17,6 @@ import pandas as pd
 
 from nsdiag.model.launches import signatures
 from nsdiag.model.signature import SignatureKey, signature_key
-
-__all__ = ["Variant", "signature_key", "timeline_weights"]
 
 # One duration group of a signature: (median ns, launches, total ns, variant, variants)
 Variant = tuple[float, int, float, int, int]

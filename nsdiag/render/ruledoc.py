@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nsdiag.analysis.program.values import template_names
+from nsdiag.analysis.program.registry import template_values
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.analysis.rules.template import template_fields
 
@@ -57,7 +57,7 @@ def _template_lines(rule: RuleSpec) -> list[str]:
     if rule.scope != "program":
         shown = dict.fromkeys(f for t in (rule.message, rule.fix) for f, _, _ in template_fields(t))
         return [f"message shows: {', '.join(shown)}"] if shown else []
-    values = template_names(rule)
+    values = template_values(rule)
     width = max((len(name) for name in values), default=0)
     return [
         f"analysis: {rule.analysis}; its message and fix may use these values:",

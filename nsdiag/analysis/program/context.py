@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -37,6 +38,14 @@ class ProgramContext:
     @property
     def iterations(self) -> int:
         return len(self.region.iterations) if self.region is not None else 0
+
+    @cached_property
+    def launches(self) -> pd.DataFrame:
+        """The region's launch sequence (analysis/program/launch_sequence.py), built once per
+        diagnosis: fusion and layout both read it. Readers must not change it."""
+        from nsdiag.analysis.program.launch_sequence import launches  # it imports this module
+
+        return launches(self)
 
     @property
     def view(self) -> TimelineView:

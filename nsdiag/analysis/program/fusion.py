@@ -24,14 +24,14 @@ import itertools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding, FusionChain, share_of
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.launch_sequence import launches
 from nsdiag.analysis.program.record import MIN_IMPACT, SAVED_MS, Param, ProgramAnalysis
 from nsdiag.model.names import short_names
 
@@ -87,28 +87,47 @@ class ChainCost:
     by_names: bool
 
 
-def _step(group: pd.DataFrame) -> FusionStep:
-    read, write = group["read_bytes"].to_numpy(), group["write_bytes"].to_numpy()
+def _step(run: Mapping[str, npt.NDArray[Any]], a: int, b: int) -> FusionStep:
+    """Launches a..b-1 of a stream (one kernel, back to back) as one operation."""
+    read, write = run["read_bytes"][a:b], run["write_bytes"][a:b]
     return FusionStep(
-        name=str(group["name"].iloc[0]),
-        kind=str(group["kind"].iloc[0]),
-        duration_ns=float(group["duration_ns"].sum()),
+        name=str(run["name"][a]),
+        kind=str(run["kind"][a]),
+        duration_ns=float(np.nansum(run["duration_ns"][a:b])),
         read_bytes=float(read.sum()) if not np.isnan(read).any() else np.nan,
         write_bytes=float(write.sum()) if not np.isnan(write).any() else np.nan,
-        best_bytes_per_s=float(np.nan_to_num(group["best_bytes_per_s"].to_numpy()).max()),
-        bounds=frozenset(str(b) for b in group["bound"] if b),
-        min_dram_pct=float(np.nan_to_num(group["dram_pct"].to_numpy(), nan=0.0).min()),
-        tensor_pct=float(np.nan_to_num(group["tensor_pct"].to_numpy()).max()),
-        ranges=frozenset(str(r) for r in group["range"]),
+        best_bytes_per_s=float(np.nan_to_num(run["best_bytes_per_s"][a:b]).max()),
+        bounds=frozenset(str(x) for x in run["bound"][a:b] if x),
+        min_dram_pct=float(np.nan_to_num(run["dram_pct"][a:b], nan=0.0).min()),
+        tensor_pct=float(np.nan_to_num(run["tensor_pct"][a:b]).max()),
+        ranges=frozenset(str(r) for r in run["range"][a:b]),
     )
 
 
+_STEP_COLUMNS = ("name", "kind", "bound", "range")
+_STEP_NUMBERS = ("duration_ns", "read_bytes", "write_bytes", "best_bytes_per_s", "dram_pct")
+
+
 def _segments(stream: pd.DataFrame) -> list[list[FusionStep]]:
-    """The stream's launches cut at host synchronisations, each as a list of steps."""
-    out = []
-    for _, part in stream.groupby(stream["synced_before"].cumsum(), sort=False):
-        runs = (part["name"] != part["name"].shift()).cumsum()
-        out.append([_step(group) for _, group in part.groupby(runs, sort=False)])
+    """The stream's launches cut at host synchronisations, each as a list of steps (runs of one
+    kernel), found with array operations: a stream holds tens of thousands of launches."""
+    if not len(stream):
+        return []
+    run: dict[str, npt.NDArray[Any]] = {c: stream[c].to_numpy(dtype=object) for c in _STEP_COLUMNS}
+    for c in (*_STEP_NUMBERS, "tensor_pct"):
+        run[c] = stream[c].to_numpy(dtype="float64")
+    synced = stream["synced_before"].to_numpy(dtype=bool)
+    names = stream["name"].astype(str).to_numpy()
+    starts_segment = synced.copy()
+    starts_segment[0] = True
+    starts_run = starts_segment | np.concatenate([[True], names[1:] != names[:-1]])
+    run_starts = np.flatnonzero(starts_run)
+    run_ends = np.append(run_starts[1:], len(names))
+    out: list[list[FusionStep]] = []
+    for a, b in zip(run_starts.tolist(), run_ends.tolist(), strict=True):
+        if starts_segment[a]:
+            out.append([])
+        out[-1].append(_step(run, a, b))
     return out
 
 
@@ -173,7 +192,7 @@ def fusion_candidates(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     params = FUSION_CANDIDATES.params_of(rule)
     costs: dict[tuple[str, ...], list[ChainCost]] = defaultdict(list)
     ranges: dict[tuple[str, ...], set[str]] = defaultdict(set)
-    for chain in chains(launches(ctx), params):
+    for chain in chains(ctx.launches, params):
         names = tuple(step.name for step in chain)
         ranges[names].update(*(step.ranges for step in chain))
         costs[names].append(_cost(chain, ceiling))

@@ -18,11 +18,10 @@ import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding, KernelDiagnosis, share_of
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.launch_sequence import launches
 from nsdiag.analysis.program.record import SAVED_MS, Param, ProgramAnalysis
 from nsdiag.model.kernel_facts import parse_kernel_name
-from nsdiag.model.matching import signature_key
 from nsdiag.model.names import short_names
+from nsdiag.model.signature import signature_key
 from nsdiag.model.values import number
 
 if TYPE_CHECKING:  # the rule loader imports the analyses' records
@@ -59,7 +58,7 @@ def strided_copy(k: KernelDiagnosis) -> bool:
 
 
 def _conversions(ctx: ProgramContext) -> pd.DataFrame:
-    sequence = launches(ctx)
+    sequence = ctx.launches
     strided = {signature_key(k.name, "", "")[3] for k in ctx.kernels if strided_copy(k)}
     names = sequence["name"].unique()
     marked = {n for n in names if named_conversion(n) or signature_key(n, "", "")[3] in strided}

@@ -30,7 +30,7 @@ To add a program analysis:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from nsdiag.analysis.diagnosis import Finding, Skipped
@@ -102,3 +102,10 @@ def program_findings(
         findings.extend(PROGRAM_ANALYSES[rule.analysis].function(rule, ctx))
     findings.sort(key=lambda f: f.rank_key)
     return findings, skipped
+
+
+def template_values(rule: RuleSpec) -> Mapping[str, str]:
+    """The values a program rule's templates may name, with what each means (for `nsdiag rules
+    show`, render/ruledoc.py)."""
+    analysis = PROGRAM_ANALYSES.get(rule.analysis)
+    return analysis.values if analysis is not None else {}

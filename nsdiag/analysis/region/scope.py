@@ -15,11 +15,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.kernel.signatures import signature_keys
 from nsdiag.analysis.region.windows import Region, launch_times
 from nsdiag.model.launches import kernel_launches
 from nsdiag.model.matching import timeline_weights
 from nsdiag.model.session import Session
+from nsdiag.model.signature import signature_keys
 
 TIMELINE_WEIGHTS = (
     "timeline_launches",

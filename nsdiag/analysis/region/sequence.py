@@ -17,6 +17,7 @@ from nsdiag.analysis.region.windows import (
     Window,
     as_iterations,
 )
+from nsdiag.model.signature import SEPARATOR, signature_keys
 
 MIN_MATCH = 0.9  # share of launches that must repeat one period later
 MAIN_LOOP_SHARE = 0.5  # a loop runs at least this share of the time of the longest-running one
@@ -36,14 +37,7 @@ def synced_before(launches: IntArray, api: pd.DataFrame) -> BoolArray:
 def _signature_codes(kernels: pd.DataFrame, synced: BoolArray) -> IntArray:
     """One integer per launch: its kernel signature, and whether the host synchronised with the
     GPU since the previous launch (an iteration boundary the signatures alone may not show)."""
-    key: pd.Series = (
-        kernels["name"].astype(str)
-        + "\x1f"
-        + kernels["grid"].astype(str)
-        + "\x1f"
-        + kernels["block"].astype(str)
-        + np.where(synced, "\x1fs", "")
-    )
+    key = signature_keys(kernels, exact=True) + np.where(synced, SEPARATOR + "s", "")
     codes, _ = pd.factorize(key)
     return codes.astype("int64")
 
