@@ -166,7 +166,8 @@ def test_a_single_stored_sector_is_no_uncoalesced_access() -> None:
 
 @pytest.mark.parametrize("path", PROGRAMS)
 def test_the_side_named_is_the_side_that_fired(path: str) -> None:
-    """The message's side (rule_context.py) and the rule's condition read the same constants."""
+    """The message's side (analysis/rules/namespace.py) and the rule's condition read the same
+    constants."""
     for k in diagnosis(path).kernels:
         for f in k.findings:
             if f.rule == "NSD103":

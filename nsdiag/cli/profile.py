@@ -185,11 +185,13 @@ def _summary(
     console: Console, result: ProfileResult, region: str, rules: Sequence[RuleSpec]
 ) -> None:
     from nsdiag.analysis.engine import diagnose
-    from nsdiag.render.text import render_text
+    from nsdiag.render import RenderOptions, render
 
     if result.session is not None and len(result.session.kernels):
-        # already laid out
-        click.echo(render_text(diagnose(result.session, rules, region=region)), nl=False)
+        # already laid out; the three findings per kernel of a first look
+        diagnosis = diagnose(result.session, rules, region=region)
+        text = render(diagnosis, result.session, "text", RenderOptions(text_findings=3))
+        click.echo(text, nl=False)
     plan = result.plan
     spent = sum(result.timings.values())
     if plan is not None:

@@ -67,10 +67,11 @@ def _folders(ctx: click.Context, rule_dirs: Sequence[Path]) -> tuple[Path, ...]:
 @click.pass_context
 def rules_list(ctx: click.Context, rule_dirs: tuple[Path, ...] = ()) -> None:
     """One line per rule: id, cause, title (and the file of a rule from your folders)."""
+    from nsdiag.render.ruledoc import rule_row
+
     rule_set = active_rules(_folders(ctx, rule_dirs))
     for rule in rule_set.rules:
-        source = f"  ({rule.path})" if rule.id in rule_set.user else ""
-        click.echo(f"{rule.id}  {rule.scope:7s}  {rule.cause:28s}  {rule.title}{source}")
+        click.echo(rule_row(rule, rule.path if rule.id in rule_set.user else None))
 
 
 @rules.command("show")

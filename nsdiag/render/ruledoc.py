@@ -15,6 +15,12 @@ _HEADINGS = {
 }
 
 
+def rule_row(rule: RuleSpec, path: str | None = None) -> str:
+    """One line of `nsdiag rules list`: id, scope, cause, title (and the file of a user's rule)."""
+    source = f"  ({path})" if path else ""
+    return f"{rule.id}  {rule.scope:7s}  {rule.cause:28s}  {rule.title}{source}"
+
+
 def rule_text(rule: RuleSpec) -> str:
     lines = [f"{rule.id} {rule.cause}: {rule.title}", f"scope: {rule.scope}"]
     if rule.condition is not None:
