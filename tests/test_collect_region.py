@@ -81,6 +81,7 @@ def test_a_profiler_range_makes_ncu_start_there_and_count_only_its_launches() ->
     assert len(every) > 10_000 and every["in_region"].sum() == 120
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["train_loader", "infer_cnn", "elementwise"])
 def test_every_chosen_signature_is_reached_inside_the_region(name: str) -> None:
     launches, region = _phase1(name)

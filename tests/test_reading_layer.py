@@ -140,6 +140,7 @@ def _read_and_diagnose(path: Path) -> None:
         pass  # refused with a message: fine; anything else fails the test
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(
     edits=st.lists(
@@ -190,6 +191,7 @@ _NUMERIC = [
 ]
 
 
+@pytest.mark.slow
 @_SETTINGS
 @given(
     column=st.sampled_from(_NUMERIC),
