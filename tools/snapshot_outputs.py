@@ -5,7 +5,7 @@ versions of the code can be compared file by file (a refactoring must leave them
 
 Runs the CLI in this process (click's test runner), so it measures the code on sys.path: run it
 from a checkout, or with PYTHONPATH pointing at another one. HTML reports are stored without
-the inlined plotly.js (identical in both and 4.8 MB each); the checkout's path to tests/data is
+the inlined plotly.js (identical in both and 1.3 MB each); the checkout's path to tests/data is
 written as DATA, so two checkouts compare equal.
 """
 

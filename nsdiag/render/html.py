@@ -1,4 +1,5 @@
-"""The HTML report: one self-contained file (jinja2 with autoescape, plotly.js inlined once).
+"""The HTML report: one self-contained file (jinja2 with autoescape, plotly.js inlined once:
+the vendored partial bundle of render/plotly_js.py).
 
 This module turns a Diagnosis into display rows (formatted strings, short names, chart HTML) and
 hands them to `templates/report.html.j2`; it decides nothing about the program's performance.
@@ -18,6 +19,7 @@ from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis, NcuRu
 from nsdiag.model.session import Session
 from nsdiag.model.values import number
 from nsdiag.render import RenderOptions, charts, fmt, ranks, timeline_chart
+from nsdiag.render.plotly_js import plotly_js
 from nsdiag.resources import templates_dir
 from nsdiag.version import __version__
 
@@ -40,13 +42,6 @@ def environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-
-
-@functools.lru_cache(maxsize=1)
-def _plotly_js() -> str:
-    from plotly.offline import get_plotlyjs
-
-    return str(get_plotlyjs())
 
 
 def _asset(name: str) -> Markup:
@@ -393,7 +388,7 @@ def context(
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in diagnosis.skipped_rules],
         "css": _asset("report.css"),
         "js": _asset("report.js"),
-        "plotly_js": Markup(_plotly_js()),
+        "plotly_js": Markup(plotly_js()),
     }
 
 

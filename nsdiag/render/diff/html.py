@@ -10,7 +10,8 @@ from markupsafe import Markup
 from nsdiag.analysis.diff import Diff
 from nsdiag.render.diff import charts as diff_charts
 from nsdiag.render.diff import rows as diff_rows
-from nsdiag.render.html import _asset, _chart, _plotly_js, environment
+from nsdiag.render.html import _asset, _chart, environment
+from nsdiag.render.plotly_js import plotly_js
 from nsdiag.render.registry import DiffOptions
 from nsdiag.version import __version__
 
@@ -108,7 +109,7 @@ def context(diff: Diff) -> dict[str, Any]:
         "timelines": timelines,
         "css": _asset("report.css"),
         "js": _asset("report.js"),
-        "plotly_js": Markup(_plotly_js()),
+        "plotly_js": Markup(plotly_js()),
     }
 
 
