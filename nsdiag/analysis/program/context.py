@@ -11,6 +11,7 @@ import pandas as pd
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis
 from nsdiag.analysis.kernel.roofline import MeasuredCeiling
+from nsdiag.analysis.program.launch_sequence import launches
 from nsdiag.analysis.program.ranks import RankAnalysis
 from nsdiag.analysis.region.windows import Region
 from nsdiag.model.session import Session
@@ -43,8 +44,6 @@ class ProgramContext:
     def launches(self) -> pd.DataFrame:
         """The region's launch sequence (analysis/program/launch_sequence.py), built once per
         diagnosis: fusion and layout both read it. Readers must not change it."""
-        from nsdiag.analysis.program.launch_sequence import launches  # it imports this module
-
         return launches(self)
 
     @property

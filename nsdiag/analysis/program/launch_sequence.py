@@ -12,18 +12,20 @@ this (fusion, layout conversions) mark an estimate `names` when a launch has no 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis
-from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.region.sequence import synced_before
 from nsdiag.analysis.region.windows import launch_times
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.signature import signature_key, signature_keys
 from nsdiag.model.values import number
+
+if TYPE_CHECKING:  # the context builds its launch sequence here
+    from nsdiag.analysis.program.context import ProgramContext
 
 COLUMNS = (
     "name",
