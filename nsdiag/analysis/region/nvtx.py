@@ -1,5 +1,12 @@
 """Region from NVTX ranges: the instances of a top-level range that repeats are iterations; where
-none repeats alone, the part of the run the ranges cover."""
+none repeats alone, the part of the run the ranges cover.
+
+Only the program's own ranges choose the region: a library's (CUB, NCCL, cuDNN, PyTorch's
+operator ranges; model/nvtx_owners.py) is left out, unless the user asks for it by name
+(`--region nvtx:NAME`). Ranges whose names differ only by numbers standing as words of their
+own (`step_12`, `IO 10`, `iter 3/100`, `epoch 2 batch 17`, `ProfilerStep#7`) are instances of
+one range, as are names that end in a number (`iter1`); a number inside a word (`fp16 step`)
+is part of the name."""
 
 from __future__ import annotations
 
@@ -17,18 +24,42 @@ from nsdiag.analysis.region.windows import (
     as_iterations,
     counts,
 )
+from nsdiag.model.nvtx_owners import is_library_range
 
 TIGHT_LOOP = 0.8  # instances covering this share of their span follow one another
 MAX_VARIANTS_SHARE = 0.2  # a second repeating range with more launches than this is a variant
-_INSTANCE_SUFFIX = re.compile(r"[\s#_:\-]*\d+$")
+# A trailing number (with its separators: 'step_12', 'iter3', 'iter 3/100'), and a number
+# standing as a word elsewhere ('epoch 2 batch 17').
+_INSTANCE_SUFFIX = re.compile(r"[\s#_:\-/=]*\d+$")
+_INSTANCE_NUMBER = re.compile(r"(?:^|[\s#_:\-/=,]+)\d+(?=$|[\s#_:\-/=,])")
 
 
 def base_name(name: str) -> str:
-    """'ProfilerStep#12' -> 'ProfilerStep', 'step 3' -> 'step': instances of one range."""
-    return _INSTANCE_SUFFIX.sub("", str(name)) or str(name)
+    """'ProfilerStep#12' -> 'ProfilerStep', 'step 3' -> 'step', 'epoch 2 batch 17' -> 'epoch
+    batch', 'iter 3/100' -> 'iter': instances of one range."""
+    text = str(name)
+    base = " ".join(_INSTANCE_NUMBER.sub(" ", _INSTANCE_SUFFIX.sub("", text)).split())
+    return base or text
+
+
+def user_ranges(nvtx: pd.DataFrame) -> pd.DataFrame:
+    """The program's own ranges: a library's left out (model/nvtx_owners.py)."""
+    if not len(nvtx):
+        return nvtx
+    domains = (
+        nvtx["domain"].astype(object).where(nvtx["domain"].notna(), "")
+        if "domain" in nvtx
+        else pd.Series("", index=nvtx.index)
+    )
+    pairs = pd.Series(list(zip(nvtx["name"].astype(str), domains.astype(str), strict=True)))
+    library = {p: is_library_range(*p) for p in set(pairs)}
+    keep = ~pairs.map(library).to_numpy(dtype=bool)
+    mine: pd.DataFrame = nvtx[keep]
+    return mine
 
 
 def _top_level(nvtx: pd.DataFrame) -> pd.DataFrame:
+    nvtx = user_ranges(nvtx)
     if "depth" not in nvtx:
         return nvtx
     return nvtx[pd.to_numeric(nvtx["depth"], errors="coerce").fillna(0) == 0]

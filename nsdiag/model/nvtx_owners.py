@@ -1,0 +1,85 @@
+"""Whose NVTX range is it: the program's, or a library's.
+
+Libraries emit NVTX ranges of their own: CUB/Thrust (CCCL) around each device algorithm
+(`cub::DeviceRadixSort`), NCCL around each collective (`ncclAllReduce`), cuDNN and cuBLAS
+around their calls, PyTorch's `emit_nvtx` / `--pytorch=autograd-nvtx` around every operator
+(`aten::add, seq = 17, op_id = 5`). They say where time went ("inside ncclAllReduce"), never which
+part of the run the user means: the analysed region is chosen from the program's own ranges.
+
+A range is a library's when its NVTX domain is a known library's (the domain is what nsys's
+export records, `NvtxDomainCreate`), else when its name matches a known library's pattern (an
+export without domains, or a library that writes to the default domain). Users add their own
+libraries with NSDIAG_LIBRARY_RANGES: regular expressions separated by `;`, matched against the
+start of a range's name (or its domain).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+
+ENV_LIBRARY_RANGES = "NSDIAG_LIBRARY_RANGES"
+
+# Domain names as the libraries create them (lower case).
+LIBRARY_DOMAINS: dict[str, str] = {
+    "cccl": "CUB/Thrust",
+    "cub": "CUB/Thrust",
+    "thrust": "CUB/Thrust",
+    "nccl": "NCCL",
+    "cudnn": "cuDNN",
+    "cublas": "cuBLAS",
+    "cublaslt": "cuBLAS",
+    "cufft": "cuFFT",
+    "cusparse": "cuSPARSE",
+    "nvshmem": "NVSHMEM",
+    "pytorch": "PyTorch",
+}
+
+# Name patterns, matched at the start of the range's name.
+LIBRARY_NAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("CUB/Thrust", re.compile(r"(cub|thrust|cuda::std|cccl)::")),
+    ("NCCL", re.compile(r"nccl[A-Z]")),
+    ("cuDNN", re.compile(r"cudnn[A-Z_]", re.IGNORECASE)),
+    ("cuBLAS", re.compile(r"cublas(Lt)?[A-Z_]")),
+    # PyTorch's operator ranges (emit_nvtx, autograd-nvtx): "aten::mm", "aten::add, seq = 17",
+    # "autograd::engine::evaluate_function: MmBackward0", "MmBackward0, seq = 17".
+    ("PyTorch", re.compile(r"(aten|autograd|c10d|prim|torch)::|\w+, (seq|op_id|sizes) = ")),
+)
+
+
+@lru_cache(maxsize=1 << 14)
+def _user_patterns(setting: str) -> tuple[re.Pattern[str], ...]:
+    patterns = []
+    for text in setting.split(";"):
+        if text.strip():
+            try:
+                patterns.append(re.compile(text.strip()))
+            except re.error:
+                continue  # a pattern that is not a regular expression matches nothing
+    return tuple(patterns)
+
+
+@lru_cache(maxsize=1 << 16)
+def _owner(name: str, domain: str, setting: str) -> str | None:
+    known = LIBRARY_DOMAINS.get(domain.strip().lower())
+    if known is not None:
+        return known
+    for library, pattern in LIBRARY_NAMES:
+        if pattern.match(name):
+            return library
+    for pattern in _user_patterns(setting):
+        if pattern.match(name) or (domain and pattern.match(domain)):
+            return "NSDIAG_LIBRARY_RANGES"
+    return None
+
+
+def library_of(name: object, domain: object = "") -> str | None:
+    """The library that emitted an NVTX range, or None when it is the program's own."""
+    setting = os.environ.get(ENV_LIBRARY_RANGES, "")
+    text = "" if domain is None or domain != domain else str(domain)  # NaN: default domain
+    return _owner(str(name), text, setting)
+
+
+def is_library_range(name: object, domain: object = "") -> bool:
+    return library_of(name, domain) is not None
