@@ -125,7 +125,7 @@ def load(
 
 def _read_one(path: Path, export_nsys_rep: SqliteExport | None) -> Session:
     """One input's Session, checked against the schema (model/schema.py) as its reader hands
-    it over."""
+    it over (a session folder by model/store.py, which reads it)."""
     if path.name.lower().endswith(_CSV_NAMES) and not path.is_dir():
         source.check_file(path)
         # opened once: the header picks the reader, which streams on
@@ -133,6 +133,8 @@ def _read_one(path: Path, export_nsys_rep: SqliteExport | None) -> Session:
             read_table = _csv_reader(table.kind)
             return check_session(read_table(table), f"{_name(read_table)} reading {path}")
     read = reader_for(path, export_nsys_rep)
+    if store.is_session_dir(path):
+        return read(path)
     return check_session(read(path), f"{_name(read)} reading {path}")
 
 
