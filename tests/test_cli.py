@@ -46,7 +46,7 @@ def test_explain_json_and_kernel_filter(data_dir: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     document = json.loads(result.stdout)
-    assert document["schema"] == "nsdiag.diagnosis/3"
+    assert document["schema"] == "nsdiag.diagnosis/4"
     assert [k["name"] for k in document["kernels"]] == [
         "nsdiag::float4_kernel(const float4 *, float4 *, long, int, nsdiag::Affine3)"
     ]

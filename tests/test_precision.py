@@ -241,7 +241,7 @@ def test_a_single_launch_that_is_launch_bound() -> None:
     assert (k.bound, k.launches) == ("launch", 1)
     f = next(f for f in k.findings if f.cause == "launch-overhead")
     assert f.saved_ns is None and f.estimate == "none"  # no estimate a kernel profile can defend
-    assert "NSD405" in f.impact_basis
+    assert "NSD406" in f.impact_basis
 
 
 # ------------------------------------------------------------- small GEMMs

@@ -22,24 +22,78 @@ from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program.record import TABLE_WORDS, Param, ProgramAnalysis
 from nsdiag.analysis.program.registry import PROGRAM_ANALYSES
-from nsdiag.analysis.program.timeline.idle import GPU_IDLE_GAPS
-from nsdiag.analysis.program.timeline.syncs import SYNC_HEAVY
+from nsdiag.analysis.program.timeline.host_wait import LAUNCH_BOUND, SYNC_BOUND
+from nsdiag.analysis.program.timeline.waits import WaitAccount
 from nsdiag.analysis.rules.spec import RuleSpec, default_rules, load_rules
 from nsdiag.cli import main
 from nsdiag.errors import RuleError
+from nsdiag.readers import nsys_sqlite
 from nsdiag.resources import rules_dir
+from tests.test_timeline import (
+    HOST_WAIT,
+    PID,
+    TID,
+    check_host_wait_is_disjoint,
+    diagnose_with_account,
+    kernel,
+    make_db,
+)
 
 DATA = Path(__file__).parent / "data"
+# No recording has the GPU wait on host allocations (NSD404 fires on them only where the
+# host is unknown: the stats trace, outside any NVTX range), on input the host prepares in an
+# NVTX range, or still launch-bound while it replays CUDA graphs: a synthetic export, built here.
+HOST_LOOP = "synthetic: allocate, prepare input, copy, launch, replay a graph every NVTX step"
 # Between them, every program analysis finds something (the rule ids each one fires) and gives
-# each of its values (pipeline: pageable copies next to pinned ones, whose bandwidth it measures).
+# each of its values (pipeline: pageable copies next to pinned ones, whose bandwidth it
+# measures; train_loader: a DataLoader in the main process, CPU-bound).
 RECORDINGS: dict[str, tuple[str, ...]] = {
     "nsys/pipeline.sqlite.gz": ("NSD401", "NSD402"),
-    "nsys/sync_heavy.sqlite.gz": ("NSD403", "NSD405"),
-    "multi_gpu/verify/ddp_straggler": ("NSD403", "NSD404", "NSD410", "NSD420"),
+    "nsys/sync_heavy.sqlite.gz": ("NSD403", "NSD406"),
+    "nsys/sync_heavy_stats_cuda_gpu_trace.csv.gz": ("NSD404",),
+    "programs/verify/train_loader": ("NSD401", "NSD402", "NSD403", "NSD406", "NSD407"),
+    "multi_gpu/verify/ddp_straggler": ("NSD403", "NSD406", "NSD410", "NSD420"),
     "multi_gpu/ddp_single_bucket.sqlite.gz": ("NSD421",),
     "programs/infer_cnn": ("NSD410", "NSD411"),
+    HOST_LOOP: ("NSD404", "NSD406", "NSD407"),
 }
-IDLE_RULE = "NSD404-gpu-idle-gaps.toml"
+LAUNCH_RULE = "NSD406-launch-bound.toml"
+
+
+def host_loop(path: Path) -> Path:
+    """20 NVTX `step`s of 2 ms on one host thread: cudaMalloc (300 us), 1 ms of host work with
+    no CUDA call, an async copy of the input (H2D from pinned memory, 20 us on the GPU), 300 us
+    of dispatch, a kernel launch (390 us on the GPU, into the next step's cudaMalloc) and a graph
+    replay whose work the export does not trace as kernels."""
+    us = 1000
+    strings = [
+        (0, "cudaLaunchKernel_v7000"),
+        (1, "void add<float>(float*)"),
+        (2, "add"),
+        (3, "cudaMalloc_v3020"),
+        (4, "cudaGraphLaunch_v10000"),
+        (5, "cudaMemcpyAsync_v3020"),
+    ]
+    kernels, calls, copies, nvtx = [], [], [], []
+    for i in range(20):
+        t0, c = 1_000_000 + i * 2000 * us, 4 * i
+        nvtx.append((t0, t0 + 2000 * us, 59, "step", TID, None, 0))
+        calls += [
+            (t0, t0 + 300 * us, 0, TID, c + 1, 3, 0),
+            (t0 + 1300 * us, t0 + 1310 * us, 0, TID, c + 2, 5, 0),
+            (t0 + 1610 * us, t0 + 1615 * us, 0, TID, c + 3, 0, 0),
+            (t0 + 1616 * us, t0 + 1618 * us, 0, TID, c + 4, 4, 0),
+        ]
+        copies.append((t0 + 1315 * us, t0 + 1335 * us, 0, 1, 7, c + 2, PID, 1 << 20, 1, 1, 2))
+        kernels.append(kernel(t0 + 1620 * us, t0 + 2010 * us, c + 3))
+    rows = {
+        "StringIds": strings,
+        "CUPTI_ACTIVITY_KIND_KERNEL": kernels,
+        "CUPTI_ACTIVITY_KIND_MEMCPY": copies,
+        "CUPTI_ACTIVITY_KIND_RUNTIME": calls,
+        "NVTX_EVENTS": nvtx,
+    }
+    return make_db(path, rows)
 
 
 def program_rules() -> list[RuleSpec]:
@@ -114,64 +168,74 @@ def test_only_rank_imbalance_holds_findings_back() -> None:
 
 
 def test_params_of_overlays_the_rule_on_the_defaults_and_refuses_strangers() -> None:
-    rule = next(r for r in program_rules() if r.analysis == "gpu_idle_gaps")
+    rule = next(r for r in program_rules() if r.analysis == "launch_bound")
     bare = replace(rule, params={"min_impact": 0.5})
-    assert GPU_IDLE_GAPS.params_of(bare) == {"min_gap_ns": 100_000.0, "min_impact": 0.5}
+    assert LAUNCH_BOUND.params_of(bare) == {"graph_node_gap_ns": 1000.0, "min_impact": 0.5}
+    gapped = replace(rule, params={"graph_node_gap_ns": 3000.0})
+    assert LAUNCH_BOUND.params_of(gapped) == {"graph_node_gap_ns": 3000.0, "min_impact": 0.02}
     with pytest.raises(ValueError, match="no parameter"):
-        GPU_IDLE_GAPS.params_of(replace(rule, params={"odd": 1.0}))
+        LAUNCH_BOUND.params_of(replace(rule, params={"odd": 1.0}))
 
 
 # ---------------------------------------------------------------- the loader
 
 
-def _idle_rule(folder: Path, edit: str, by: str) -> Path:
-    text = (rules_dir() / IDLE_RULE).read_text()
+def _launch_rule(folder: Path, edit: str, by: str) -> Path:
+    text = (rules_dir() / LAUNCH_RULE).read_text()
     assert edit in text
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / IDLE_RULE
+    path = folder / LAUNCH_RULE
     path.write_text(text.replace(edit, by))
     return path
 
 
 def test_an_unknown_params_key_is_refused_in_one_line(tmp_path: Path) -> None:
-    path = _idle_rule(tmp_path, "[params]\n", "[params]\nmin_gap_us = 100\n")
+    path = _launch_rule(tmp_path, "[params]\n", "[params]\ngraph_node_gap_us = 1\n")
     with pytest.raises(RuleError) as error:
         load_rules(tmp_path)
     line = str(error.value)
     assert _one_line(line), line
-    for word in (str(path), "min_gap_us", "gpu_idle_gaps", "min_gap_ns", "min_impact"):
+    for word in (str(path), "graph_node_gap_us", "launch_bound", "graph_node_gap_ns", "min_impact"):
         assert word in line, (word, line)
     shown = CliRunner().invoke(main, ["rules", "list", "--rules", str(tmp_path)])
     assert shown.exit_code == 2, shown.output
     lines = shown.output.strip().splitlines()
-    assert len(lines) == 1 and "min_gap_us" in lines[0], shown.output
+    assert len(lines) == 1 and "graph_node_gap_us" in lines[0], shown.output
 
 
 def test_a_missing_params_key_takes_the_default_and_the_analysis_runs_with_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    session = nsdiag.load(DATA / "nsys/tiny_burst.sqlite.gz")
+    shipped = next(r for r in program_rules() if r.analysis == "launch_bound")
+    (before,) = diagnose(session, [shipped]).program_findings
     # A default unlike the shipped rule's value, so that a literal left at a call site shows.
-    monkeypatch.setitem(GPU_IDLE_GAPS.params, "min_gap_ns", Param(250_000, "patched"))
-    _idle_rule(tmp_path, "min_gap_ns = 100000\n", "")
+    monkeypatch.setitem(LAUNCH_BOUND.params, "graph_node_gap_ns", Param(5000, "patched"))
+    _launch_rule(tmp_path, "graph_node_gap_ns = 1000\n", "")
     (rule,) = load_rules(tmp_path)
-    assert rule.params == {"min_impact": 0.05, "min_gap_ns": 250_000.0}
-    found = diagnose(nsdiag.load(DATA / "multi_gpu/verify/ddp_straggler"), [rule])
-    idle = [f for f in found.program_findings if f.rule == "NSD404"]
-    assert idle
-    for finding in idle:
-        (largest,) = [e for e in finding.evidence if e.metric == "largest_gap_ns"]
-        assert largest.threshold == 250_000.0
-        assert "gaps of at least 250 us" in finding.message
-        assert all(g["length_ns"] >= 250_000 for g in finding.details["largest"])
+    assert rule.params == {"min_impact": 0.02, "graph_node_gap_ns": 5000.0}
+    (after,) = diagnose(session, [rule]).program_findings
+    assert after.rule == before.rule == "NSD406"
+    # The same launch-bound idle time, less 5 us instead of 1 us per idle gap (2000 of them).
+    idle = before.details["launch_idle_ns"]
+    assert after.details["launch_idle_ns"] == idle
+    assert before.saved_ns == pytest.approx(idle - 2000 * 1000, abs=1.0)
+    assert after.saved_ns == pytest.approx(idle - 2000 * 5000, abs=1.0)
+    assert f"{after.saved_ns / 1e6:.2f} ms" in after.message
 
 
 # ---------------------------------------------------------------- on real recordings
 
 
 @pytest.fixture(scope="module")
-def given_values() -> Iterator[tuple[dict[str, Diagnosis], dict[str, list[dict[str, Any]]]]]:
-    """Each recording's diagnosis under the shipped program rules, and the values each analysis
-    gave its templates (ProgramAnalysis.text sees them all)."""
+def given_values(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[
+    tuple[dict[str, Diagnosis], dict[str, list[dict[str, Any]]], dict[str, WaitAccount | None]]
+]:
+    """Each recording's diagnosis under the shipped program rules, the values each analysis
+    gave its templates (ProgramAnalysis.text sees them all), and the wait account the host-wait
+    analyses read."""
     given: dict[str, list[dict[str, Any]]] = {}
     text = ProgramAnalysis.text
 
@@ -181,12 +245,25 @@ def given_values() -> Iterator[tuple[dict[str, Diagnosis], dict[str, list[dict[s
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(ProgramAnalysis, "text", capture)
-        found = {name: diagnose(nsdiag.load(DATA / name), program_rules()) for name in RECORDINGS}
-    yield found, given
+        diagnosed = {
+            name: diagnose_with_account(_load(name, tmp_path_factory), program_rules())
+            for name in RECORDINGS
+        }
+    yield (
+        {name: found for name, (found, _) in diagnosed.items()},
+        given,
+        {name: waits for name, (_, waits) in diagnosed.items()},
+    )
+
+
+def _load(name: str, tmp_path_factory: pytest.TempPathFactory) -> nsdiag.Session:
+    if name == HOST_LOOP:
+        return nsys_sqlite.read(host_loop(tmp_path_factory.mktemp("host_loop") / "host.sqlite"))
+    return nsdiag.load(DATA / name)
 
 
 def test_the_recordings_find_what_they_were_chosen_for(given_values: Any) -> None:
-    found, _ = given_values
+    found, _, _ = given_values
     for name, expected in RECORDINGS.items():
         fired = {f.rule for f in found[name].program_findings}
         assert set(expected) <= fired, (name, sorted(fired))
@@ -199,7 +276,7 @@ def _given(value: Any) -> bool:
 
 
 def test_every_declared_value_is_given_on_a_recording(given_values: Any) -> None:
-    _, given = given_values
+    _, given, _ = given_values
     assert given.keys() == PROGRAM_ANALYSES.keys(), "an analysis found nothing on RECORDINGS"
     for name, analysis in PROGRAM_ANALYSES.items():
         for values in given[name]:
@@ -209,12 +286,51 @@ def test_every_declared_value_is_given_on_a_recording(given_values: Any) -> None
 
 
 def test_idle_time_a_sync_claims_is_not_counted_again(given_values: Any) -> None:
-    """sync_heavy claims before gpu_idle_gaps: an idle gap's saving is its idle time less the
-    syncs' claim."""
-    assert "gpu_idle_gaps" in SYNC_HEAVY.claims_before
-    found, _ = given_values
-    idle = [f for d in found.values() for f in d.program_findings if f.cause == "gpu-idle-gaps"]
-    assert any(f.details["attributed_to_syncs_ns"] > 0 for f in idle)
-    for finding in idle:
-        claimed = finding.details["idle_ns"] - finding.details["attributed_to_syncs_ns"]
-        assert finding.saved_ns == pytest.approx(claimed, rel=1e-9, abs=1.0)
+    """sync_bound claims before the other three host-wait analyses: on each recording the syncs'
+    share of every idle gap is out of its categories, each of the four findings saves its own
+    part of a device's idle time, and together never more than that idle time."""
+    assert set(SYNC_BOUND.claims_before) == {"launch_bound", "cpu_bound", "gpu_idle_gaps"}
+    diagnosed, _, accounts = given_values
+    claimed_by_syncs = 0.0
+    for name, waits in accounts.items():
+        found = diagnosed[name]
+        if waits is None:
+            assert not [f for f in found.program_findings if f.rule in HOST_WAIT], name
+            continue
+        check_host_wait_is_disjoint(found, waits)
+        sync = sum(f.saved_ns for f in found.program_findings if f.rule == "NSD403")
+        if sync:
+            claimed_by_syncs += sync
+            others = [
+                f for f in found.program_findings if f.rule in HOST_WAIT and f.rule != "NSD403"
+            ]
+            assert others, name  # the idle time the syncs left is another finding's
+    assert claimed_by_syncs > 0
+
+
+def test_the_synthetic_loop_waits_on_each_part_of_its_host_work(given_values: Any) -> None:
+    """Each idle stretch of the step is the finding of what the host did meanwhile (32 samples
+    per idle gap: within a sample, 41 us, of the time the loop spends in each part)."""
+    found, _, _ = given_values
+    findings = {f.rule: f for f in found[HOST_LOOP].program_findings}
+    assert {findings[r].range for r in ("NSD404", "NSD406", "NSD407")} == {"step"}
+    assert "NSD403" not in findings  # no sync
+    us, steps = 1000, 19  # the idle gaps before the first step's copy lie outside the timeline
+    idle, launch, cpu = findings["NSD404"], findings["NSD406"], findings["NSD407"]
+    assert (
+        idle.saved_ns
+        == idle.details["alloc_idle_ns"]
+        == pytest.approx(steps * 290 * us, abs=steps * 41 * us)
+    )
+    assert idle.details["unknown_idle_ns"] == 0 and "cudaMalloc x20" in idle.message
+    assert cpu.saved_ns == pytest.approx(steps * 1000 * us, abs=steps * 41 * us)
+    assert "100% of that time ends in a host-to-device copy" in cpu.message
+    assert "between cudaMalloc and cudaMemcpyAsync" in cpu.message
+    # 285 us of dispatch between the copy and the kernel, in 20 gaps, less 1 us each a graph
+    # would still leave
+    assert launch.details["launch_idle_ns"] == pytest.approx(20 * 285 * us)
+    assert launch.saved_ns == pytest.approx(20 * 284 * us)
+    assert launch.details["graph_launches"] == 20 and launch.details["kernel_launch_calls"] == 20
+    assert "already replays CUDA graphs (20 graph launches beside 20 kernel launches)" in (
+        launch.message
+    )

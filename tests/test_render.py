@@ -312,7 +312,7 @@ def test_scale_5000_launches(capsys: pytest.CaptureFixture[str]) -> None:
 def test_json_is_the_diagnosis_contract(reference: tuple[Diagnosis, Session]) -> None:
     diagnosis, session = reference
     doc = json.loads(render(diagnosis, session, "json"))
-    assert doc["schema"] == "nsdiag.diagnosis/3"
+    assert doc["schema"] == "nsdiag.diagnosis/4"
     assert [k["name"] for k in doc["kernels"]] == [k.name for k in diagnosis.kernels]
     assert "NaN" not in render(diagnosis, session, "json")
 

@@ -195,7 +195,7 @@ title = "t"
 scope = "program"
 analysis = "gpu_idle_gaps"
 message = "{range_label}: idle {idle_ms:.2f} ms. {host_activity}"
-fix = "g {gaps}"
+fix = "g {top_calls}"
 """
     + DOC_TABLE
 )
@@ -215,7 +215,7 @@ def test_program_rule_templates_name_their_analysis_values(tmp_path: Path) -> No
         ("{idle_ms[0]}", "not a plain value name"),
         ("{idle_ms:1000000}", "asks for more than 64"),
         ("{idle_ms:.100f}", "asks for more than 64"),
-        ("{idle_ms:{gaps}}", "not a plain format spec"),
+        ("{idle_ms:{top_calls}}", "not a plain format spec"),
         ("{idle_ms!z}", "unknown conversion"),
         ("{idle_nanos:.2f}", r"unknown value \{idle_nanos\}"),
         ("{dram_throughput_pct:.0f}", "unknown value"),  # a kernel metric: not in this analysis
@@ -225,7 +225,7 @@ def test_program_rule_templates_name_their_analysis_values(tmp_path: Path) -> No
 def test_bad_program_templates_fail(tmp_path: Path, template: str, message: str) -> None:
     originals = {
         "message": "{range_label}: idle {idle_ms:.2f} ms. {host_activity}",
-        "fix": "g {gaps}",
+        "fix": "g {top_calls}",
     }
     for key, original in originals.items():
         text = PROGRAM_RULE.replace(f'{key} = "{original}"', f'{key} = "{template}"')
@@ -284,17 +284,20 @@ def test_every_analysis_has_registered_values_and_every_program_rule_uses_them()
 
 
 def test_program_text_formats_the_rule_templates_and_checks_the_values(tmp_path: Path) -> None:
-    from nsdiag.analysis.program.timeline.idle import GPU_IDLE_GAPS
+    from nsdiag.analysis.program.timeline.host_wait import IDLE_OTHER
 
     rule = parse_rule(_rule_file(tmp_path, PROGRAM_RULE))
-    values: dict[str, object] = dict.fromkeys(GPU_IDLE_GAPS.values, None)
+    values: dict[str, object] = dict.fromkeys(IDLE_OTHER.values, None)
     values.update(range_label="NVTX range 'step'", idle_ms=1.234, host_activity="")
-    values["gaps"] = 3
-    assert GPU_IDLE_GAPS.text(rule, values) == ("NVTX range 'step': idle 1.23 ms. ", "g 3")
+    values["top_calls"] = "cudaMalloc x3"
+    assert IDLE_OTHER.text(rule, values) == (
+        "NVTX range 'step': idle 1.23 ms. ",
+        "g cudaMalloc x3",
+    )
     values["idle_ms"] = nan  # missing values print n/a
-    assert GPU_IDLE_GAPS.text(rule, values)[0] == "NVTX range 'step': idle n/a ms. "
+    assert IDLE_OTHER.text(rule, values)[0] == "NVTX range 'step': idle n/a ms. "
     with pytest.raises(ValueError, match="unlike its record"):
-        GPU_IDLE_GAPS.text(rule, {**values, "extra": 1})
+        IDLE_OTHER.text(rule, {**values, "extra": 1})
 
 
 def test_the_formatter_never_fails() -> None:
@@ -310,13 +313,14 @@ def test_the_formatter_never_fails() -> None:
 def test_rules_show_lists_the_values_a_template_may_use() -> None:
     from click.testing import CliRunner
 
-    from nsdiag.analysis.program.timeline.idle import GPU_IDLE_GAPS
+    from nsdiag.analysis.program.timeline.host_wait import IDLE_OTHER
     from nsdiag.cli import main
 
     shown = CliRunner().invoke(main, ["rules", "show", "NSD404"])
     assert shown.exit_code == 0, shown.output
     assert "analysis: gpu_idle_gaps; its message and fix may use these values:" in shown.output
-    for name in GPU_IDLE_GAPS.values:
+    assert IDLE_OTHER.values  # the record behind NSD404
+    for name in IDLE_OTHER.values:
         assert f"  {{{name}}} " in shown.output
     kernel = CliRunner().invoke(main, ["rules", "show", "NSD301"])
     assert "message shows: theoretical_occupancy_pct, occupancy_limiter," in kernel.output

@@ -165,7 +165,7 @@ def test_region_and_profiled_means_in_the_json() -> None:
     session = _load("programs/infer_cnn")
     d = diagnose(session)
     doc = json.loads(json.dumps(d.to_json(), allow_nan=False))
-    assert doc["schema"] == "nsdiag.diagnosis/3"
+    assert doc["schema"] == "nsdiag.diagnosis/4"
     assert d.region is not None
     launches = kernel_launches(restrict(session, d.region).timeline)
     in_region = launches["duration_ns"].groupby(signature_keys(launches))

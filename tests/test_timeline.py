@@ -11,18 +11,29 @@ import gzip
 import importlib.util
 import json
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from nsdiag.analysis.diagnosis import Diagnosis
+from nsdiag.analysis.diagnosis import Diagnosis, Finding
 from nsdiag.analysis.engine import diagnose
+from nsdiag.analysis.program import context
 from nsdiag.analysis.program.registry import PROGRAM_ANALYSES
-from nsdiag.analysis.program.timeline import overlap_summary, prepare
-from nsdiag.analysis.rules.spec import default_rules, find_rule
+from nsdiag.analysis.program.timeline.host_wait import (
+    CPU_BOUND,
+    IDLE_OTHER,
+    LAUNCH_BOUND,
+    SYNC_BOUND,
+)
+from nsdiag.analysis.program.timeline.overlap import overlap_summary
+from nsdiag.analysis.program.timeline.view import prepare
+from nsdiag.analysis.program.timeline.waits import CATEGORIES, WaitAccount
+from nsdiag.analysis.rules.spec import RuleSpec, default_rules, find_rule
 from nsdiag.errors import InputError
 from nsdiag.model.intervals import enclosing
+from nsdiag.model.session import Session
 from nsdiag.readers import load, nsys_sqlite, nsys_stats_csv, reader_for
 from tests.conftest import DATA
 
@@ -31,17 +42,103 @@ TIMELINE_RULES = {
     "NSD402": "no-copy-compute-overlap",
     "NSD403": "sync-heavy",
     "NSD404": "gpu-idle-gaps",
-    "NSD405": "launch-overhead",
+    "NSD406": "launch-bound",
+    "NSD407": "cpu-bound",
 }
+# The four host-wait findings (timeline/host_wait.py): each reports its own part of the wait
+# account, the column(s) of WaitAccount.gaps it reads.
+HOST_WAIT = {
+    "NSD403": ("sync_ns",),
+    "NSD406": ("launch",),
+    "NSD407": ("cpu",),
+    "NSD404": ("alloc", "wait", "unknown"),
+}
+ACCOUNT_KEYS = {"sync_ns": "sync_ns", **{c: f"{c}_ns" for c in CATEGORIES}}
+
+
+def diagnose_with_account(
+    session: Session, rules: Iterable[RuleSpec] | None = None
+) -> tuple[Diagnosis, WaitAccount | None]:
+    """The diagnosis, and the wait account its host-wait analyses read (ProgramContext.waits;
+    None where none of them ran)."""
+    built: list[WaitAccount] = []
+    real = context.account
+
+    def spy(*args: object, **kwargs: object) -> WaitAccount:
+        built.append(real(*args, **kwargs))  # type: ignore[arg-type]
+        return built[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(context, "account", spy)
+        diagnosis = diagnose(session, rules)
+    assert len(built) <= 1, "the wait account is built once per diagnosis"
+    return diagnosis, (built[0] if built else None)
+
+
+def check_host_wait_is_disjoint(diagnosis: Diagnosis, waits: WaitAccount) -> dict[int, float]:
+    """Every idle nanosecond of the account is in one column (a category or the syncs' claim),
+    each host-wait finding saves its own column(s) of one lane (NSD406 less the graph's node gap
+    per idle gap it touches), and on no lane do the four findings save more than its idle time.
+    Returns the four findings' saving per lane."""
+    gap = find_rule("NSD406").params["graph_node_gap_ns"]
+    gaps = waits.gaps
+    columns = [*CATEGORIES, "sync_ns"]
+    assert (gaps[columns] >= -1e-6).all().all()
+    np.testing.assert_allclose(gaps[columns].sum(axis=1), gaps["idle_ns"], rtol=1e-9, atol=1e-3)
+    lanes = {int(lane): group for lane, group in gaps.groupby("device")}
+    saved: dict[int, float] = dict.fromkeys(lanes, 0.0)
+    seen: set[tuple[str, int]] = set()
+    for finding in diagnosis.program_findings:
+        if finding.rule not in HOST_WAIT:
+            continue
+        lane = _lane_of(finding, lanes)
+        assert (finding.rule, lane) not in seen, "one finding per lane and analysis"
+        seen.add((finding.rule, lane))
+        group = lanes[lane]
+        own = float(group[list(HOST_WAIT[finding.rule])].sum().sum())
+        if finding.rule == "NSD406":
+            touched = int((group["launch"] > 0).sum())
+            assert finding.saved_ns == pytest.approx(max(own - gap * touched, 0.0), abs=1.0)
+        else:
+            assert finding.saved_ns == pytest.approx(own, rel=1e-9, abs=1.0)
+        saved[lane] += finding.saved_ns
+    for lane, group in lanes.items():
+        assert saved[lane] <= float(group["idle_ns"].sum()) + 1.0, lane
+    return saved
+
+
+def _lane_of(finding: Finding, lanes: dict[int, object]) -> int:
+    """The lane of the account whose idle time by column the finding's details show."""
+    shown = finding.details["account"]
+    matches = [
+        lane
+        for lane, group in lanes.items()
+        if all(
+            float(group[column].sum()) == pytest.approx(shown[key], rel=1e-9, abs=1.0)
+            for column, key in ACCOUNT_KEYS.items()
+        )
+    ]
+    assert matches, (finding.rule, shown)
+    return matches[0]
 
 
 @pytest.fixture(scope="module")
-def recordings(data_dir: Path) -> dict[str, tuple]:
+def diagnosed(data_dir: Path) -> dict[str, tuple[Session, Diagnosis, WaitAccount | None]]:
     out = {}
     for name in ("pipeline", "tiny_burst", "sync_heavy"):
         session = load(data_dir / "nsys" / f"{name}.sqlite.gz")
-        out[name] = (session, diagnose(session))
+        out[name] = (session, *diagnose_with_account(session))
     return out
+
+
+@pytest.fixture(scope="module")
+def recordings(diagnosed: dict) -> dict[str, tuple]:
+    return {name: (session, d) for name, (session, d, _) in diagnosed.items()}
+
+
+@pytest.fixture(scope="module")
+def accounts(diagnosed: dict) -> dict[str, WaitAccount]:
+    return {name: waits for name, (_, _, waits) in diagnosed.items()}
 
 
 def found(diagnosis: Diagnosis) -> set[tuple[str, str | None]]:
@@ -121,17 +218,28 @@ def test_api_calls_blocking_syncs(recordings: dict) -> None:
 # ---------------------------------------------------------------- findings on the recordings
 
 
-def test_pipeline_flags_the_serial_twin_not_the_stream_split(recordings: dict) -> None:
+def test_pipeline_flags_the_serial_twin_not_the_stream_split(
+    recordings: dict, accounts: dict
+) -> None:
     _, d = recordings["pipeline"]
     # The analysed region is the part of the run the NVTX ranges cover (the two variants each
     # run three times, interleaved); the program's set-up before it (run_all.py's pageable
     # .cpu() of the inputs, the GPU idle while it pins host buffers with cudaHostAlloc, 46 ms)
     # is start-up, summarised and not ranked.
     assert d.region is not None and d.region.method == "nvtx-annotated"
-    assert found(d) == {
+    copies = {f for f in found(d) if f[0] in ("pageable-memcpy", "no-copy-compute-overlap")}
+    assert copies == {
         ("pageable-memcpy", "serial_pageable"),
         ("no-copy-compute-overlap", "serial_pageable"),
     }
+    # The GPU idles 3.7 ms in the region (6.5%), two thirds of it before serial_pageable's
+    # work: the host-wait findings share that idle time and name serial_pageable too; the
+    # stream split gets no finding at all.
+    assert {rng for _, rng in found(d)} == {"serial_pageable"}
+    idle = accounts["pipeline"].idle_ns
+    assert 3e6 < idle < 4.5e6
+    waits = [f for f in d.program_findings if f.rule in HOST_WAIT]
+    assert sum(f.saved_ns for f in waits) <= idle and all(f.impact < 0.05 for f in waits)
     assert d.startup is not None and any(
         p.name == "memory allocation" and "cudaHostAlloc" in p.detail and p.time_ns > 40e6
         for p in d.startup.parts
@@ -158,35 +266,63 @@ def test_stream_split_overlap_is_measured(recordings: dict) -> None:
     assert summary["serial_pageable"].overlap_fraction == 0.0
 
 
-def test_tiny_burst_is_launch_bound_and_batched_is_not(recordings: dict) -> None:
+def test_tiny_burst_is_launch_bound_and_batched_is_not(recordings: dict, accounts: dict) -> None:
     _, d = recordings["tiny_burst"]
     # Module loading (cuLibraryLoadData) and lazy kernel loading before the ranges are start-up.
-    assert found(d) == {("launch-overhead", "tiny_burst")}
-    f = by(d, "launch-overhead", "tiny_burst")
-    assert f.details["kernels"] == 2000
-    assert f.details["gap_ns"] > 10 * f.details["busy_ns"]
+    assert found(d) == {("launch-bound", "tiny_burst")}
+    f = by(d, "launch-bound", "tiny_burst")
+    assert f.details["launches"] == 2001  # the device's kernels in the region: 2000 + batched's 1
+    assert f.details["launch_idle_ns"] > 10 * f.details["gpu_busy_ns"]
+    assert f.details["graph_launches"] == 0 and "CUDA graphs (" not in f.message
+    # A graph still leaves graph_node_gap_ns (1 us) in each of the 2000 gaps between launches.
+    assert f.saved_ns == pytest.approx(f.details["launch_idle_ns"] - 2000 * 1000, abs=1.0)
     assert 0.8 < f.impact < 1.0  # of the 30 ms the two ranges cover
+    # The launch-bound idle time ends in the burst; batched's one kernel ends 0.5% of it.
+    gaps = accounts["tiny_burst"].gaps
+    by_range = gaps.groupby("next_range")["launch"].sum()
+    assert by_range["batched"] < 0.01 * by_range["tiny_burst"]
+    assert (
+        by_range["tiny_burst"]
+        > 0.95 * gaps.loc[gaps["next_range"] == "tiny_burst", "idle_ns"].sum()
+    )
 
 
-def test_sync_every_op_is_sync_heavy_and_sync_once_is_not(recordings: dict) -> None:
-    _, d = recordings["sync_heavy"]
-    # sync_once's 500 tiny launches are launch-bound (14 us apart), as tiny_burst's are: that
-    # finding is right. The syncs' gaps are claimed by sync-heavy, so sync_every_op has no
-    # launch-overhead finding (no double counting).
-    assert found(d) == {("sync-heavy", "sync_every_op"), ("launch-overhead", "sync_once")}
+def test_sync_every_op_is_sync_heavy_and_sync_once_is_not(recordings: dict, accounts: dict) -> None:
+    session, d = recordings["sync_heavy"]
+    # Both ranges run 500 tiny launches; sync_every_op synchronises after each. The device's
+    # launch-bound idle time (14 us between launches even without syncs, as in tiny_burst) is
+    # one finding; the syncs' share of the idle time is sync-heavy's, taken out of it first.
+    assert {cause for cause, _ in found(d)} == {"sync-heavy", "launch-bound"}
     f = by(d, "sync-heavy", "sync_every_op")
-    assert f.details["sync_calls"] == 500 and f.details["median_work_ns"] < 2000
-    assert 0.1 < f.impact < 0.4  # of the 23 ms the two ranges cover
+    # 500 in sync_every_op, 1 in sync_once, 2 between the ranges.
+    assert f.details["sync_calls"] == 503 and "cudaDeviceSynchronize x503" in f.message
+    # What dropping the syncs saves: sync_every_op would run at sync_once's pace, 7.2 ms less.
+    walls = session.nvtx_ranges.set_index("name")["duration_ns"]
+    faster = float(walls["sync_every_op"] - walls["sync_once"])
+    assert 0.7 * faster < f.saved_ns < 1.05 * faster
+    assert f.saved_ns > 2 * f.details["host_slack_ns"]  # the round trips, not only the slack
+    assert 0.2 < f.impact < 0.35  # of the 23 ms the two ranges cover
+    # The syncs' claim lies in the gaps sync_every_op's syncs drained; sync_once's one sync
+    # claims almost nothing.
+    claimed = accounts["sync_heavy"].gaps.groupby("next_range")["sync_ns"].sum()
+    assert claimed.sum() == pytest.approx(f.saved_ns, rel=1e-9)
+    assert claimed["sync_once"] < 0.02 * claimed["sync_every_op"]
 
 
 @pytest.mark.parametrize("name", ["pipeline", "tiny_burst", "sync_heavy"])
-def test_impacts_add_up_to_at_most_the_time_that_exists(recordings: dict, name: str) -> None:
+def test_impacts_add_up_to_at_most_the_time_that_exists(
+    recordings: dict, accounts: dict, name: str
+) -> None:
     _, d = recordings[name]
     timeline = [f for f in d.program_findings if f.rule in TIMELINE_RULES]
     assert timeline and all(0 < f.impact <= 1 and 0 <= f.recoverable <= 1 for f in timeline)
     assert sum(f.impact for f in timeline) <= 1.0
     spans = {f.details["span_ns"] for f in timeline}
     assert len(spans) == 1 and sum(f.saved_ns for f in timeline) <= spans.pop()
+    # The host-wait findings save disjoint parts of the idle time, never more than there is.
+    waits = accounts[name]
+    saved = check_host_wait_is_disjoint(d, waits)
+    assert sum(saved.values()) <= waits.idle_ns and any(saved.values())
 
 
 def test_json_program_findings_carry_the_range(recordings: dict) -> None:
@@ -227,8 +363,22 @@ def test_stats_gpu_trace_matches_the_sqlite_timeline(data_dir: Path, recordings:
     )
     assert t.loc[t["kind"] == "kernel", "grid"].iloc[1] == "(2000, 1, 1)"
     assert (session.meta.device or {})["name"] == "NVIDIA H200"
-    d = diagnose(session)  # no NVTX in a stats trace: the burst is found, unattributed
-    assert ("launch-overhead", None) in found(d)
+    # No NVTX and no CUDA API table in a stats trace: the idle time is found, unattributed, and
+    # what the host did is unknown (never guessed as launching, CPU work or syncs).
+    d, waits = diagnose_with_account(session)
+    assert found(d) == {("gpu-idle-gaps", None)}
+    (f,) = d.program_findings
+    assert waits is not None and not waits.has_api
+    assert waits.total("unknown") == pytest.approx(waits.idle_ns) and waits.idle_ns > 0
+    assert (
+        f.saved_ns == pytest.approx(f.details["unknown_idle_ns"])
+        and f.details["alloc_idle_ns"] == 0
+    )
+    assert "unknown (no CUDA API record)" in f.message
+    # about the idle time of the SQLite export's account (its region is the NVTX ranges, the
+    # stats trace's the kernel sequence)
+    sqlite_idle = recordings["tiny_burst"][1].program_findings[0].details["account"]
+    assert f.saved_ns == pytest.approx(sum(sqlite_idle.values()), rel=0.1)
 
 
 def test_stats_summaries_go_to_meta(data_dir: Path) -> None:
@@ -361,7 +511,15 @@ def test_missing_tables_are_tolerated(tmp_path: Path) -> None:
     assert (session.timeline["api_start_ns"] == -1).all()
     d = diagnose(session)
     assert all(f.range is None for f in d.program_findings)
-    assert ("launch-overhead", None) in found(d)  # 100 x 1 us kernels 19 us apart
+    # 100 x 1 us kernels 19 us apart: without CUDA API records the host is unknown, so the idle
+    # time is NSD404's, and the analyses that read the host's calls are skipped, saying why.
+    assert found(d) == {("gpu-idle-gaps", None)}
+    (f,) = d.program_findings
+    assert f.saved_ns == f.details["unknown_idle_ns"]
+    assert 95 * 19_000 <= f.saved_ns <= 99 * 19_000  # (nearly) all 99 gaps, 19 us each
+    skipped = {s.rule: s.reason for s in d.skipped_rules}
+    for rule in ("NSD403", "NSD406", "NSD407"):
+        assert "CUDA API" in skipped[rule], skipped.get(rule)
 
 
 def test_empty_timeline_skips_the_timeline_rules(tmp_path: Path) -> None:
@@ -409,9 +567,10 @@ def test_unreadable_inputs_raise_input_errors(tmp_path: Path) -> None:
         nsys_sqlite.read(other)
 
 
-def test_sync_gaps_are_not_also_launch_overhead(tmp_path: Path) -> None:
-    """Tiny kernels each followed by a blocking sync: sync-heavy claims the gaps, launch-overhead
-    does not; impacts stay within the span."""
+def test_sync_gaps_are_not_counted_again_as_launch_bound(tmp_path: Path) -> None:
+    """Tiny kernels each followed by a blocking sync, 30 us apart: each gap the sync drains is
+    29 us idle; the syncs claim their round trip (the sync's 3 us plus the next launch's 8 us of
+    latency), launch-bound only what is left; impacts stay within the span."""
     kernels, calls = [], []
     for i in range(200):
         t0 = 10_000 + i * 30_000
@@ -430,8 +589,21 @@ def test_sync_gaps_are_not_also_launch_overhead(tmp_path: Path) -> None:
             },
         )
     )
-    d = diagnose(session)
-    assert found(d) == {("sync-heavy", None)}
+    d, waits = diagnose_with_account(session)
+    assert found(d) == {("sync-heavy", None), ("launch-bound", None)}
+    assert waits is not None
+    drained = waits.gaps[waits.gaps["opened"]]
+    assert len(drained) >= 195 and (drained["idle_ns"] == 29_000).all()
+    sync = by(d, "sync-heavy", None)
+    assert sync.saved_ns == pytest.approx(len(drained) * 11_000, abs=1.0)
+    launch = by(d, "launch-bound", None)
+    # what the syncs claim is not launch-bound idle time too
+    assert launch.details["launch_idle_ns"] == pytest.approx(
+        waits.idle_ns - sync.saved_ns - waits.total("wait"), abs=1.0
+    )
+    assert launch.details["launch_idle_ns"] < len(drained) * (29_000 - 11_000)
+    check_host_wait_is_disjoint(d, waits)
+    assert sum(f.saved_ns for f in d.program_findings) <= waits.idle_ns
     assert sum(f.impact for f in d.program_findings) <= 1
 
 
@@ -457,8 +629,14 @@ def test_timeline_rules_load_and_are_registered() -> None:
         rule = rules[rule_id]
         assert (rule.cause, rule.scope) == (cause, "program")
         assert PROGRAM_ANALYSES[rule.analysis].needs == "timeline"
-    # No idle gap may count both as launch overhead and as an idle gap.
-    assert find_rule("NSD405").params["max_gap_ns"] <= find_rule("NSD404").params["min_gap_ns"]
+    # The tiny-kernel runs of NSD405 are gone: launch-bound idle time is NSD406's.
+    assert "NSD405" not in rules
+    # The four host-wait rules run the four analyses of host_wait.py, and no idle time counts
+    # twice: the syncs' share is taken out before the other three read theirs.
+    records = {a.name for a in (LAUNCH_BOUND, CPU_BOUND, SYNC_BOUND, IDLE_OTHER)}
+    assert {rules[r].analysis for r in HOST_WAIT} == records
+    assert set(SYNC_BOUND.claims_before) == {"launch_bound", "cpu_bound", "gpu_idle_gaps"}
+    assert find_rule("NSD406").params["graph_node_gap_ns"] == 1000
 
 
 # ---------------------------------------------------------------- the scale benchmark's generator
@@ -475,7 +653,7 @@ def test_benchmark_generator_makes_a_launch_bound_export(tmp_path: Path) -> None
     assert (session.timeline["kind"] == "kernel").sum() == 20_000 and len(
         session.nvtx_ranges
     ) == 1100
-    d = diagnose(session)
-    assert ("launch-overhead", "burst") in found(d) and sum(
-        f.impact for f in d.program_findings
-    ) <= 1
+    d, waits = diagnose_with_account(session)
+    assert ("launch-bound", "burst") in found(d) and sum(f.impact for f in d.program_findings) <= 1
+    assert waits is not None
+    check_host_wait_is_disjoint(d, waits)

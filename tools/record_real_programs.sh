@@ -18,6 +18,15 @@
 #                                     (naive, float4, serial pageable, stream-split after its fix)
 #                                     and two fixes nsdiag recommended (--pad-vocab, --compile),
 #                                     each a `nsdiag profile` session; the pipeline probe again
+#   tools/record_real_programs.sh G   why the GPU waits (issue 24): BERT served at batch 1 and the
+#                                     channels_last ResNet-50, eager and as CUDA graphs; GPT-2
+#                                     training with .item() per step and without; what nsys's
+#                                     Python sampling and backtraces cost on the DataLoader step
+#   tools/record_real_programs.sh H   one change, many kernels (issue 25): timm ViT-B/16 in fp32,
+#                                     TF32 and bf16; a transformers Llama with eager and SDPA
+#                                     attention
+#   tools/record_real_programs.sh I   the Llama at batch 8 of 2048 tokens (GPU-bound under nsys),
+#                                     eager and SDPA attention
 # Steps run in order within a time budget; each step's files are packed into $OUT as it ends, so
 # a call cut short still returns what was done.
 set -u
@@ -46,9 +55,13 @@ step() {  # step NAME MIN_SECONDS_LEFT TIMEOUT CMD...: run if the budget allows,
   pack
 }
 
-timeline() {  # timeline NAME ARGS...: phase-1 nsys flags, whole run, then the SQLite export
+timeline() {  # timeline NAME ARGS...: nsys over the whole run, then the SQLite export; parts A-G
+  # used the phase-1 flags of their day (with the OS-runtime trace), later parts today's
+  # (collect/argv.py nsys_profile: no OS-runtime trace)
   local name=$1; shift
-  "$NSYS" profile -t cuda,nvtx,osrt --cpuctxsw none -s none --cuda-graph-trace node -f true \
+  local trace=cuda,nvtx,osrt
+  case $PART in [A-G]) ;; *) trace=cuda,nvtx ;; esac
+  "$NSYS" profile -t $trace --cpuctxsw none -s none --cuda-graph-trace node -f true \
     -o "$R/$name" python3 "$@" && "$NSYS" export --type sqlite -f true -o "$R/$name.sqlite" "$R/$name.nsys-rep"
 }
 
@@ -161,6 +174,66 @@ case $PART in
     step ref_stream_split 50 150 ref ref_stream_split --variants stream_split --iters 10
     step fix_lm_train 120 200 prof lm_train_padded $P/lm_train.py --iters 6 --pad-vocab
     step fix_elementwise 80 150 prof elementwise_compiled $P/elementwise.py --compile
+    ;;
+  G)  # why the GPU waits
+    prof() { local name=$1; shift; python3 -m nsdiag profile -o "$R/$name" "$@" && python3 -m nsdiag explain "$R/$name" --top-kernels 3 --top 3; }
+    pysample() {  # pysample NAME FLAGS...: the DataLoader step under nsys with extra flags
+      local name=$1; shift
+      /usr/bin/time -f "WALL %e s" "$NSYS" profile -t cuda,nvtx,osrt --cpuctxsw none "$@" -f true \
+        -o "$R/$name" python3 $P/train_loader.py --iters 6 &&
+      "$NSYS" export --type sqlite -f true -o "$R/$name.sqlite" "$R/$name.nsys-rep" &&
+      python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print("TABLES", sorted(r[0] for r in c.execute("select name from sqlite_master where type=\"table\"")))' "$R/$name.sqlite"
+    }
+    export -f prof pysample
+    step plain_bert 30 90 python3 $P/bert_serve.py
+    step plain_bert_graph 30 90 python3 $P/bert_serve.py --cuda-graph
+    step prof_bert 90 200 prof bert_serve $P/bert_serve.py
+    step tl_bert_graph 40 90 timeline bert_serve_graph $P/bert_serve.py --cuda-graph
+    step plain_cnn_cl 30 90 python3 $P/infer_cnn.py --channels-last
+    step plain_cnn_cl_graph 30 90 python3 $P/infer_cnn.py --channels-last --cuda-graph
+    step tl_cnn_cl 40 90 timeline infer_cnn_cl $P/infer_cnn.py --channels-last
+    step tl_cnn_cl_graph 40 90 timeline infer_cnn_cl_graph $P/infer_cnn.py --channels-last --cuda-graph
+    step plain_logging 30 90 python3 $P/train_logging.py
+    step plain_logging_fixed 30 90 python3 $P/train_logging.py --log-every 0
+    step prof_logging 90 200 prof train_logging $P/train_logging.py
+    step tl_logging_fixed 40 90 timeline train_logging_fixed $P/train_logging.py --log-every 0
+    step plain_loader6 30 60 /usr/bin/time -f "WALL %e s" python3 $P/train_loader.py --iters 6
+    step pysample_none 30 60 pysample pysample_none -s none
+    step pysample_python 30 90 pysample pysample_python -s none --python-sampling=true --python-sampling-frequency=1000
+    step pysample_backtrace 30 90 pysample pysample_backtrace -s cpu --python-sampling=true --python-backtrace=cuda --cudabacktrace=sync
+    ;;
+  H)  # one change across many kernels; the CNN pair and GPT-2 at batch 24 under today's flags
+    prof() { local name=$1; shift; python3 -m nsdiag profile -o "$R/$name" "$@" && python3 -m nsdiag explain "$R/$name" --top-kernels 3 --top 3; }
+    backtrace() {  # Python backtraces of CUDA sync calls: does it work here, what does it cost
+      /usr/bin/time -f "WALL %e s" "$NSYS" profile -t cuda,nvtx --cpuctxsw none "$@" -f true \
+        -o "$R/backtrace" python3 $P/train_logging.py --iters 10 &&
+      "$NSYS" export --type sqlite -f true -o "$R/backtrace.sqlite" "$R/backtrace.nsys-rep" &&
+      python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print("TABLES", sorted(r[0] for r in c.execute("select name from sqlite_master where type=\"table\"")))' "$R/backtrace.sqlite"
+    }
+    export -f prof backtrace
+    step plain_vit 30 90 python3 $P/vit_train.py
+    step plain_vit_tf32 30 90 python3 $P/vit_train.py --precision tf32
+    step plain_vit_bf16 30 90 python3 $P/vit_train.py --precision bf16
+    step prof_vit 120 200 prof vit_fp32 $P/vit_train.py
+    step tl_vit_tf32 40 90 timeline vit_tf32 $P/vit_train.py --precision tf32
+    step tl_vit_bf16 40 90 timeline vit_bf16 $P/vit_train.py --precision bf16
+    step plain_llama 30 90 python3 $P/llama_train.py
+    step plain_llama_sdpa 30 90 python3 $P/llama_train.py --attn sdpa
+    step tl_llama_eager 40 90 timeline llama_eager $P/llama_train.py
+    step tl_llama_sdpa 40 90 timeline llama_sdpa $P/llama_train.py --attn sdpa
+    step tl_cnn_cl 30 90 timeline infer_cnn_cl $P/infer_cnn.py --channels-last
+    step tl_cnn_cl_graph 30 90 timeline infer_cnn_cl_graph $P/infer_cnn.py --channels-last --cuda-graph
+    step plain_logging24 25 90 python3 $P/train_logging.py --batch 24
+    step plain_logging24_fixed 25 90 python3 $P/train_logging.py --batch 24 --log-every 0
+    step tl_logging24 30 90 timeline train_logging24 $P/train_logging.py --batch 24
+    step tl_logging24_fixed 30 90 timeline train_logging24_fixed $P/train_logging.py --batch 24 --log-every 0
+    step backtrace 30 90 backtrace -s cpu --python-backtrace=cuda --cudabacktrace=sync
+    ;;
+  I)  # eager attention where the GPU, not the host, sets the pace
+    step plain_llama_big 40 120 python3 $P/llama_train.py --batch 8 --tokens 2048 --iters 6
+    step plain_llama_big_sdpa 40 120 python3 $P/llama_train.py --batch 8 --tokens 2048 --iters 6 --attn sdpa
+    step tl_llama_big_eager 50 150 timeline llama_big_eager $P/llama_train.py --batch 8 --tokens 2048 --iters 6
+    step tl_llama_big_sdpa 50 150 timeline llama_big_sdpa $P/llama_train.py --batch 8 --tokens 2048 --iters 6 --attn sdpa
     ;;
 esac
 ls -la "$OUT"; echo "total $(( $(date +%s) - T0 ))s"

@@ -13,9 +13,12 @@ import contextlib
 import json
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import torch
+
+T = TypeVar("T")
 
 
 def add_common_args(parser: argparse.ArgumentParser, warmup: int, iters: int) -> None:
@@ -76,3 +79,25 @@ def report(program: str, variant: str, timer: IterationTimer, warmup: int, **ext
         **extra,
     }
     print("NSDIAG_RESULT " + json.dumps(result), flush=True)
+
+
+def cuda_graph(step: Callable[[], T], warmup: int = 3) -> Callable[[], T]:
+    """`step` captured once in a CUDA graph, and a function that replays it (returning the
+    outputs of the capture, which each replay overwrites). Warm-up calls run on a side stream
+    first, as PyTorch's CUDA-graph docs advise; the step must read its inputs from static
+    buffers."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmup):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = step()
+
+    def replay() -> T:
+        graph.replay()
+        return static_out
+
+    return replay

@@ -6,8 +6,9 @@ names inside the code may differ from the JSON's (a kernel's `total_duration_ns`
 
 One currency: every finding, kernel or program, carries `saved_ns`, the time its fix would save
 in the analysed region (None when nothing defensible can be said), and `impact`, that saving as
-a share of the region's wall time (of the profiled GPU time when there is no timeline). Findings
-of every kind are ranked on `saved_ns`.
+a share of the region's wall time (of the profiled GPU time when there is no timeline). The
+ranked list is of changes (analysis/changes.py): findings grouped by the change that fixes them,
+each change's saving marginal after the changes ranked above it, never past the region.
 """
 
 from __future__ import annotations
@@ -15,17 +16,20 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nsdiag.analysis.kernel.roofline import MeasuredCeiling, RooflinePosition
 from nsdiag.analysis.program.ranks import RankAnalysis
 from nsdiag.analysis.region.startup import Startup
 from nsdiag.analysis.region.windows import Region
 
+if TYPE_CHECKING:  # changes.py reads these records: no import at run time, no circle
+    from nsdiag.analysis.changes import Change
+
 # What a finding's saving is computed from.
 ESTIMATES = ("metrics", "timeline", "names", "none")
 
-SCHEMA = "nsdiag.diagnosis/3"
+SCHEMA = "nsdiag.diagnosis/4"
 
 
 @dataclass(frozen=True)
@@ -239,18 +243,25 @@ class Diagnosis:
     # What is wrong with the inputs (a value left out, a table missing, an incomplete profile):
     # shown before the findings, which rest on what is left.
     warnings: tuple[str, ...] = ()
+    # The findings as changes the user makes, ranked by marginal saving (analysis/changes.py).
+    changes: tuple[Change, ...] = ()
 
     @property
     def iterations(self) -> int:
         return len(self.region.iterations) if self.region is not None else 0
 
     def top_findings(self, n: int = 5) -> list[tuple[KernelDiagnosis | None, Finding]]:
-        """Findings of every kind, most time saved in the region first."""
+        """Findings of every kind, most time saved in the region first (each on its own: what to
+        do first is `top_changes`)."""
         pairs: list[tuple[KernelDiagnosis | None, Finding]] = [
             (k, f) for k in self.kernels for f in k.findings
         ]
         pairs += [(None, f) for f in self.program_findings]
         return sorted(pairs, key=lambda p: p[1].rank_key)[:n]
+
+    def top_changes(self, n: int = 5) -> list[Change]:
+        """What to change first: changes by marginal saving, no estimate last."""
+        return list(self.changes[:n])
 
     def to_json(self) -> dict[str, Any]:
         meta = dict(self.meta)
@@ -271,6 +282,7 @@ class Diagnosis:
             "kernels": [k.to_json(self.measured_dram_ceiling, n) for k in self.kernels],
             # Program findings always carry "range" (null when outside every NVTX range).
             "program_findings": [{**f.to_json(n), "range": f.range} for f in self.program_findings],
+            "changes": [clean(c.to_json(n)) for c in self.changes],
             "skipped_rules": [s.to_json() for s in self.skipped_rules],
             "meta": clean(meta),
             **({"ranks": clean(self.ranks.to_json())} if self.ranks is not None else {}),

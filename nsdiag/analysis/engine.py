@@ -1,5 +1,6 @@
 """Run the diagnosis: the analysed region, per-signature verdicts, roofline, rule findings,
-program findings, all ranked in one currency (the time a fix saves in the region)."""
+program findings, all in one currency (the time a fix saves in the region), and the changes
+they group into, ranked by marginal saving."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Diagnosis, Skipped, TimelineSummary
+from nsdiag.analysis.changes import group_changes
+from nsdiag.analysis.diagnosis import Diagnosis, Finding, Skipped, TimelineSummary
 from nsdiag.analysis.kernel.derived import add_derived
 from nsdiag.analysis.kernel.diagnose import KernelInputs, diagnose_kernel, matrix_references
 from nsdiag.analysis.kernel.roofline import measured_dram_ceiling
@@ -26,6 +28,7 @@ from nsdiag.analysis.rules.spec import RuleSpec, default_rules
 from nsdiag.model.meta import SessionMeta
 from nsdiag.model.ranks import is_communication
 from nsdiag.model.session import Session
+from nsdiag.model.signature import signature_key, signature_keys
 from nsdiag.model.tables import records
 
 
@@ -94,7 +97,34 @@ def diagnose(
         kernels_outside_region=profiled.outside,
         ranks=ranks,
         warnings=session.meta.warnings,
+        changes=group_changes(kernels, program, wall_ns, ranks, _range_times(ctx, program)),
     )
+
+
+def _range_times(ctx: ProgramContext, program: Sequence[Finding]) -> dict[int, dict[str, float]]:
+    """Each profiled signature's time per NVTX range, from the launch sequence the fusion
+    analysis read (only where a fusion chain needs it: a chain takes from its ranges' launches)."""
+    if not any(f.chain for f in program):
+        return {}
+    launches = ctx.launches
+    if not len(launches):
+        return {}
+    ids: dict[str, int] = {}
+    for k in ctx.kernels:
+        for name in (k.name, k.demangled):
+            ids.setdefault(signature_key(name, k.grid, k.block).text, k.id)
+    frame = pd.DataFrame(
+        {
+            "id": signature_keys(launches).map(ids),
+            "range": launches["range"].astype(str),
+            "duration_ns": pd.to_numeric(launches["duration_ns"], errors="coerce").fillna(0.0),
+        }
+    ).dropna(subset=["id"])
+    sums = frame.groupby(["id", "range"])["duration_ns"].sum()
+    out: dict[int, dict[str, float]] = {}
+    for (kid, rng), ns in zip(sums.index.tolist(), sums.tolist(), strict=True):
+        out.setdefault(int(kid), {})[str(rng)] = float(ns)
+    return out
 
 
 def _computation(kernels: pd.DataFrame) -> pd.DataFrame:

@@ -98,7 +98,7 @@ def _diagnose(
     "--json",
     "as_json",
     is_flag=True,
-    help="print the diagnosis as one JSON document (schema nsdiag.diagnosis/3)",
+    help="print the diagnosis as one JSON document (schema nsdiag.diagnosis/4)",
 )
 @max_input_option
 def explain(

@@ -10,6 +10,7 @@ from nsdiag.model.names import short_names
 from nsdiag.model.values import number
 
 if TYPE_CHECKING:
+    from nsdiag.analysis.changes import Change, Touch
     from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
 
 MISSING = "–"
@@ -137,10 +138,7 @@ NO_ESTIMATE = "no estimate"
 def saved_time(finding: Finding, diagnosis: Diagnosis) -> str:
     """The time a finding's fix would save in the analysed region: per iteration where the
     region is made of iterations, else in all of it."""
-    if finding.saved_ns is None:
-        return NO_ESTIMATE
-    n = diagnosis.iterations
-    return f"{time_ns(finding.saved_ns / n)}/iteration" if n else time_ns(finding.saved_ns)
+    return ns_saved(finding.saved_ns, diagnosis)
 
 
 def saving(finding: Finding, diagnosis: Diagnosis) -> str:
@@ -153,6 +151,74 @@ def saving(finding: Finding, diagnosis: Diagnosis) -> str:
 def saves(finding: Finding, diagnosis: Diagnosis) -> str:
     """ "saves 1.2 ms/iteration (17%)", or "no estimate"."""
     return NO_ESTIMATE if finding.saved_ns is None else f"saves {saving(finding, diagnosis)}"
+
+
+def ns_saved(saved_ns: float | None, diagnosis: Diagnosis) -> str:
+    """A saving in the region's currency: per iteration where there are iterations."""
+    if saved_ns is None:
+        return NO_ESTIMATE
+    n = diagnosis.iterations
+    return f"{time_ns(saved_ns / n)}/iteration" if n else time_ns(saved_ns)
+
+
+def change_saving(change: Change, diagnosis: Diagnosis) -> str:
+    """A change's marginal saving and its share: "40 ms/iteration (24%)"."""
+    if change.saved_ns is None:
+        return NO_ESTIMATE
+    return f"{ns_saved(change.saved_ns, diagnosis)} ({share(change.share)})"
+
+
+# What a kernel's name says it does (Touch.kernel_kind), as a noun before "kernels".
+_KERNEL_NOUNS = {
+    "gemm": "GEMM",
+    "conv": "convolution",
+    "conv-fprop": "convolution",
+    "conv-dgrad": "convolution",
+    "conv-wgrad": "convolution",
+    "attention": "attention",
+    "elementwise": "elementwise",
+    "reduction": "reduction",
+    "layout-conversion": "layout conversion",
+}
+
+
+def touches(change: Change, names: dict[str, str]) -> str:
+    """What a change touches in a few words: "5 GEMM kernels", one kernel's short name, "2
+    kernels (9 shapes)" (signatures of one name with other grids), "NVTX range batch", "the
+    program"."""
+    kernels = change.kernels
+    ranges = [t.name for t in change.touches if t.kind == "range"]
+    parts = []
+    distinct = list(dict.fromkeys(t.name for t in kernels))
+    shapes = f" ({len(kernels)} shapes)" if len(kernels) > len(distinct) else ""
+    if len(distinct) == 1:
+        parts.append(names.get(distinct[0], distinct[0]) + shapes)
+    elif kernels:
+        nouns = {_KERNEL_NOUNS.get(t.kernel_kind or "") for t in kernels}
+        noun = nouns.pop() if len(nouns) == 1 else None
+        parts.append(f"{len(distinct)} {noun + ' ' if noun else ''}kernels{shapes}")
+    if len(ranges) == 1:
+        parts.append(f"NVTX range {ranges[0]}")
+    elif ranges:
+        parts.append(f"{len(ranges)} NVTX ranges")
+    return ", ".join(parts) or "the program"
+
+
+def repeated_names(change: Change) -> bool:
+    """Whether a change touches several signatures of one name (numbered to tell them apart)."""
+    kernels = [t.name for t in change.kernels]
+    return len(kernels) != len(set(kernels))
+
+
+def touch_name(touch: Touch, names: dict[str, str], numbered: bool = False) -> str:
+    """One touched kernel (its short name; `numbered`: with its number in the kernel table),
+    NVTX range, or the program."""
+    if touch.kind == "kernel":
+        name = names.get(touch.name, touch.name)
+        return (
+            f"{name} #{touch.kernel_id + 1}" if numbered and touch.kernel_id is not None else name
+        )
+    return f"NVTX range {touch.name}" if touch.kind == "range" else "the program"
 
 
 def denominator(diagnosis: Diagnosis) -> str:
@@ -206,5 +272,8 @@ def display_names(diagnosis: Diagnosis) -> dict[str, str]:
         for name in (f.kernel, *f.chain):
             if name:
                 full.setdefault(name, name)
+    for c in diagnosis.changes:
+        for t in c.kernels:
+            full.setdefault(t.name, t.name)
     shorts = short_names(full.values())
     return {name: shorts[text] for name, text in full.items()}

@@ -304,18 +304,39 @@ def _timeline(
     }
 
 
-def _top_findings(
+def _top_changes(
     diagnosis: Diagnosis, names: dict[str, str], carded_ids: set[int], options: RenderOptions
 ) -> list[dict[str, Any]]:
-    """The most valuable findings, each with where it is (a kernel, an NVTX range, the
-    program) and a link to its kernel's card when it has one."""
+    """The changes worth the most time, each with what it touches (a link to each touched
+    kernel's card where it has one) and its fix."""
     top = []
-    for kernel, finding in diagnosis.top_findings(options.top_findings):
-        item = _finding(finding, diagnosis, names)
-        where = fmt.location(kernel, finding, names)
-        item["where"], item["where_full"], item["where_kind"] = where.short, where.full, where.kind
-        item["anchor"] = _anchor(kernel) if kernel and kernel.id in carded_ids else None
-        top.append(item)
+    for change in diagnosis.top_changes(options.top_findings):
+        numbered = fmt.repeated_names(change)
+        touched = [
+            {
+                "name": fmt.touch_name(t, names, numbered),
+                "full": t.name,
+                "saving": fmt.ns_saved(t.saved_ns, diagnosis),
+                "rules": ", ".join(t.rules),
+                "anchor": f"kernel-{t.kernel_id}" if t.kernel_id in carded_ids else None,
+            }
+            for t in change.touches
+        ]
+        single = touched[0] if len(touched) == 1 else None
+        top.append(
+            {
+                "key": change.key,
+                "title": change.title,
+                "fix": change.fix,
+                "rules": list(change.rules),
+                "saving": fmt.ns_saved(change.saved_ns, diagnosis),
+                "share": fmt.share(change.share) if change.saved_ns is not None else "",
+                "touches": fmt.touches(change, names),
+                "anchor": single["anchor"] if single else None,
+                "touched": touched if len(touched) > 1 else [],
+                "after": len(change.after),
+            }
+        )
     return top
 
 
@@ -363,7 +384,7 @@ def context(
         "total": fmt.time_ns(total),
         "signatures": f"{len(diagnosis.kernels):,}",
         "launches": f"{sum(k.launches for k in diagnosis.kernels):,}",
-        "top_findings": _top_findings(diagnosis, names, carded_ids, options),
+        "top_changes": _top_changes(diagnosis, names, carded_ids, options),
         "verdict_chart": _chart(charts.verdict_shares(diagnosis), "chart-verdict-shares"),
         "rows": [_kernel_row(k, names, k.id in carded_ids) for k in table],
         "rows_left_out": len(diagnosis.kernels) - len(table),

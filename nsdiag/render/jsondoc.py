@@ -1,4 +1,4 @@
-"""The JSON documents: a Diagnosis (schema nsdiag.diagnosis/3, docs/diagnosis.schema.json) and a
+"""The JSON documents: a Diagnosis (schema nsdiag.diagnosis/4, docs/diagnosis.schema.json) and a
 Diff (schema nsdiag.diff/1, docs/diff.schema.json). The one path for `explain --json` and
 `report -o x.json`, and for `diff --json` and `diff -o x.json`: the bytes are the same."""
 

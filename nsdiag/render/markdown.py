@@ -17,6 +17,7 @@ from nsdiag.render.registry import RenderOptions
 if TYPE_CHECKING:
     from nsdiag.model.session import Session
 
+TOUCHES = 8  # kernels or ranges listed under a change
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~#])")
 
 
@@ -27,19 +28,30 @@ def escape(text: object) -> str:
     return " ".join(value.split())  # newlines would end a table row
 
 
-def _top_findings(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[str]:
-    pairs = diagnosis.top_findings(n)
-    if not pairs:
+def _top_changes(diagnosis: Diagnosis, names: dict[str, str], n: int) -> list[str]:
+    """One row per change (its marginal saving, what it touches, its fix), then what each
+    change that touches several kernels or ranges saves on each."""
+    changes = diagnosis.top_changes(n)
+    if not changes:
         return ["No rule fired: nothing in this profile points at an obvious fix.", ""]
-    lines = ["| saves | share | where | finding | fix |", "| ---: | ---: | --- | --- | --- |"]
-    for kernel, f in pairs:
-        where = fmt.location(kernel, f, names)
-        shown = f"NVTX {where.short}" if where.kind == "NVTX range" else where.short
+    lines = ["| saves | share | touches | change | fix |", "| ---: | ---: | --- | --- | --- |"]
+    for c in changes:
         lines.append(
-            f"| {escape(fmt.saved_time(f, diagnosis))} | {escape(fmt.share(f.impact))} | "
-            f"{escape(shown)} | "
-            f"**{escape(f.title)}** ({escape(f.rule)}) | {escape(f.fix)} |"
+            f"| {escape(fmt.ns_saved(c.saved_ns, diagnosis))} | {escape(fmt.share(c.share))} | "
+            f"{escape(fmt.touches(c, names))} | "
+            f"**{escape(c.title)}** ({escape(', '.join(c.rules))}) | {escape(c.fix)} |"
         )
+    lines.append("")
+    for i, c in enumerate(changes, 1):
+        if len(c.touches) < 2:
+            continue
+        numbered = fmt.repeated_names(c)
+        listed = "; ".join(
+            escape(f"{fmt.touch_name(t, names, numbered)} {fmt.ns_saved(t.saved_ns, diagnosis)}")
+            for t in c.touches[:TOUCHES]
+        )
+        more = f"; {len(c.touches) - TOUCHES} more" if len(c.touches) > TOUCHES else ""
+        lines.append(f"{i}. {escape(c.title)}: {listed}{more}.")
     return [*lines, ""]
 
 
@@ -114,9 +126,10 @@ def render_markdown(
     lines += [
         "### Top findings",
         "",
-        f"Saves: the time a fix would save; share: {escape(fmt.denominator(diagnosis))}.",
+        "One row per change; saves: what it would save after the changes above it; share: "
+        f"{escape(fmt.denominator(diagnosis))}.",
         "",
-        *_top_findings(diagnosis, names, options.top_findings),
+        *_top_changes(diagnosis, names, options.top_findings),
     ]
     lines += _ranks(diagnosis)
     if diagnosis.kernels:

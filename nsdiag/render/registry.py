@@ -31,7 +31,7 @@ class RenderOptions:
 
     cards: int = 10  # kernel cards (detailed sections) for the N longest signatures
     table_rows: int | None = None  # kernel table rows; None: every signature
-    top_findings: int = 5  # findings listed in the summary
+    top_findings: int = 5  # changes listed in the summary (what is worth the most time)
     text_findings: int = 10  # findings per kernel in the text rendering (explain: --top)
     text_kernels: int = 10  # kernels in the text rendering (explain: --top-kernels)
     md_kernels: int = 20  # kernels in the Markdown table

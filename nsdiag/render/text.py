@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from nsdiag.render.registry import RenderOptions
 
 WIDTH = 120
+RANKED = 5  # changes in "Worth the most time"
+TOUCHES = 8  # kernels or ranges listed under a change
 
 
 def _pct(value: float | None) -> str:
@@ -143,28 +145,43 @@ def _region(console: Console, diagnosis: Diagnosis) -> None:
 
 
 def _ranked(console: Console, diagnosis: Diagnosis) -> None:
-    ranked = diagnosis.top_findings(5)
+    """What to change first: one row per change, its marginal saving, what it touches, its
+    fix; then, for the changes that touch several kernels or ranges, what each gets."""
+    ranked = diagnosis.top_changes(RANKED)
     if not ranked:
         return
-    table = Table(title="Worth the most time", show_lines=False, expand=True)
-    for column in ("saves", "where", "rule", "what"):
-        table.add_column(column, overflow="fold")
+    table = Table(title="Worth the most time", show_lines=True, expand=True)
+    for column, ratio in (("saves", 2), ("touches", 3), ("change", 4), ("fix", 6)):
+        table.add_column(column, overflow="fold", ratio=ratio)
     names = fmt.display_names(diagnosis)
-    for kernel, finding in ranked:
-        where = fmt.location(kernel, finding, names)
+    for change in ranked:
         table.add_row(
-            fmt.saving(finding, diagnosis),
-            where.short if where.kind != "NVTX range" else f"NVTX {where.short}",
-            f"{finding.rule} {finding.cause}",
-            finding.title,
+            fmt.change_saving(change, diagnosis),
+            fmt.touches(change, names),
+            f"{change.title} ({', '.join(change.rules)})",
+            change.fix,
         )
     console.print(table)
     console.print(
         Text(
-            f"saves: the time a fix would save, and its share {fmt.denominator(diagnosis)}",
+            f"saves: what the change would save after the ones above it, and its share "
+            f"{fmt.denominator(diagnosis)}",
             style="dim",
         )
     )
+    for i, change in enumerate(ranked, 1):
+        if len(change.touches) < 2:
+            continue
+        console.print(Text(f"{i}. {change.title}: {fmt.touches(change, names)}", style="bold"))
+        numbered = fmt.repeated_names(change)
+        for touch in change.touches[:TOUCHES]:
+            saved = fmt.ns_saved(touch.saved_ns, diagnosis)
+            name = fmt.touch_name(touch, names, numbered)
+            console.print(Text(f"   - {name}: {saved} ({', '.join(touch.rules)})"))
+        if len(change.touches) > TOUCHES:
+            console.print(
+                Text(f"   ... {len(change.touches) - TOUCHES} more (--json)", style="dim")
+            )
 
 
 def _program_findings(console: Console, diagnosis: Diagnosis, n: int) -> None:

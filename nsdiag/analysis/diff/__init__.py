@@ -3,7 +3,8 @@
 side.py      each side as time per iteration (region and kernel signatures)
 stats.py     spread over iterations; the Mann-Whitney test the gate uses
 kernels.py   kernels matched across the sides, renames and fusions included
-findings.py  findings resolved, persisting, changed and new; predicted against measured
+findings.py  findings resolved, persisting, changed and new; predicted against measured, per
+             finding and per change of BEFORE made in full
 gate.py      the CI gate (--fail-if-slower)
 result.py    the record and its JSON (docs/diff.schema.json)
 """
@@ -27,8 +28,8 @@ def compare(
     b = build("before", *before)
     a = build("after", *after)
     matches = match_kernels(b, a)
-    findings, prediction = compare_findings(b, a, matches)
-    return Diff(b, a, region_change(b, a), matches, findings, prediction)
+    findings, prediction, made = compare_findings(b, a, matches)
+    return Diff(b, a, region_change(b, a), matches, findings, prediction, changes=made)
 
 
 def with_gate(diff: Diff, threshold_pct: float, share_pct: float = DEFAULT_SHARE_PCT) -> Diff:

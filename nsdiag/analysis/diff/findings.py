@@ -13,6 +13,13 @@ finding with none (idle gaps, copies, launch overhead) the region's median itera
 minus after. Findings whose kernels a larger resolved finding already covers are shown but not
 added to the total, so the total compares one prediction per piece of time with the region's
 measured change.
+
+Where every finding (with an estimate) of one of BEFORE's changes (analysis/changes.py) was
+resolved, the change was made: the total counts the change's saving (marginal: after the changes
+ranked above it, so changes that share kernels do not count them twice; before the region's cap,
+since a side's iterations are timed by the GPU where it runs behind the host) instead of its
+findings', and the change is checked against the time its findings' kernels (or the region)
+lost.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nsdiag.analysis.diagnosis import Finding, KernelDiagnosis
+from nsdiag.analysis.changes import Change
+from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
 from nsdiag.analysis.diff.kernels import LABELS, KernelMatch
 from nsdiag.analysis.diff.side import Side
 from nsdiag.model.names import normalized
@@ -53,8 +61,9 @@ class FindingChange:
     measured_ns: float | None  # time saved per iteration on its scope (resolved findings)
     measured_on: str  # "its kernels" | "the region" | ""
     how: str  # why resolved or unchecked
-    counted: bool = False  # in the prediction check's total
+    counted: bool = False  # in the prediction check's total (itself, or with its change)
     shared: int = 0  # findings measured on the same region change (ratio only for the total)
+    change: str | None = None  # the key of the change it belongs to (BEFORE's; AFTER's if new)
 
     @property
     def finding(self) -> Finding:
@@ -87,6 +96,27 @@ class FindingChange:
 
 
 @dataclass(frozen=True)
+class ChangeCheck:
+    """A change of BEFORE whose findings were all resolved: its saving (per iteration,
+    marginal) against the time its findings' kernels, or the region, lost."""
+
+    change: Change
+    findings: int  # its findings in the comparison
+    predicted_ns: float | None  # the change's marginal saving
+    summed_ns: float | None  # its findings' own predictions added up
+    measured_ns: float | None
+    measured_on: str  # "its kernels" | "the region" | ""
+    matches: frozenset[int] = frozenset()
+    shared: int = 0  # checks measured on the same change (ratio only for the total)
+
+    @property
+    def ratio(self) -> float | None:
+        if self.measured_ns is None or not self.predicted_ns or self.shared > 1:
+            return None
+        return self.measured_ns / self.predicted_ns
+
+
+@dataclass(frozen=True)
 class PredictionCheck:
     """The savings the resolved (and shrunk) findings predicted, together, against the
     region's measured change (per iteration)."""
@@ -94,6 +124,7 @@ class PredictionCheck:
     predicted_ns: float
     measured_ns: float
     findings: int
+    changes: int = 0  # of BEFORE's changes, made in full, counted as one each
 
     @property
     def ratio(self) -> float | None:
@@ -102,7 +133,7 @@ class PredictionCheck:
 
 def compare_findings(
     before: Side, after: Side, matches: Sequence[KernelMatch]
-) -> tuple[tuple[FindingChange, ...], PredictionCheck | None]:
+) -> tuple[tuple[FindingChange, ...], PredictionCheck | None, tuple[ChangeCheck, ...]]:
     owner_b, owner_a = _owners(matches, "before"), _owners(matches, "after")
     old = _grouped(_scoped(before, owner_b))
     new = _grouped(_scoped(after, owner_a))
@@ -133,17 +164,101 @@ def compare_findings(
         if id(a) not in paired:
             saved = after.per_iteration(a.finding.saved_ns)
             changes.append(FindingChange("new", None, a, None, saved, None, "", ""))
-    changes = _shared(_counted(changes))
+    changes = _keyed(changes, before.diagnosis, after.diagnosis)
+    made = _made(changes, before, by_id, region_change)
+    changes = _shared(_counted(changes, {m.change.key: m for m in made}))
+    made = _shared_made(made, changes)
     changes.sort(
         key=lambda c: (STATUSES.index(c.status), -(c.predicted_ns or c.after_saved_ns or 0))
     )
-    resolved = [c for c in changes if c.counted]
-    check = (
-        PredictionCheck(sum(c.expected_ns or 0.0 for c in resolved), region_change, len(resolved))
-        if resolved
-        else None
-    )
-    return tuple(changes), check
+    keys = {m.change.key for m in made}
+    alone = [c for c in changes if c.counted and c.change not in keys]
+    counted = len(alone) + sum(1 for c in changes if c.counted and c.change in keys)
+    predicted = sum(c.expected_ns or 0.0 for c in alone) + sum(m.predicted_ns or 0.0 for m in made)
+    check = PredictionCheck(predicted, region_change, counted, len(made)) if counted else None
+    return tuple(changes), check, tuple(made)
+
+
+def _owners_of(diagnosis: Diagnosis) -> dict[int, Change]:
+    """Finding (by identity) -> the change it belongs to."""
+    return {id(f): c for c in diagnosis.changes for f in c.findings}
+
+
+def _keyed(
+    changes: list[FindingChange], before: Diagnosis, after: Diagnosis
+) -> list[FindingChange]:
+    """Each finding with the key of its change (BEFORE's; AFTER's for a new finding)."""
+    owner_b, owner_a = _owners_of(before), _owners_of(after)
+    out = []
+    for c in changes:
+        scoped = c.before or c.after
+        assert scoped is not None
+        owner = (owner_b if c.before is not None else owner_a).get(id(scoped.finding))
+        out.append(replace(c, change=owner.key) if owner is not None else c)
+    return out
+
+
+def _made(
+    changes: list[FindingChange],
+    before: Side,
+    matches: Mapping[int, KernelMatch],
+    region_change: float,
+) -> list[ChangeCheck]:
+    """BEFORE's changes whose findings with an estimate were all resolved, most saving first."""
+    by_key = {c.key: c for c in before.diagnosis.changes}
+    grouped: dict[str, list[FindingChange]] = {}
+    for c in changes:
+        if c.before is not None and c.change is not None:
+            grouped.setdefault(c.change, []).append(c)
+    out = []
+    for key, group in grouped.items():
+        estimated = [c for c in group if c.predicted_ns is not None]
+        change = by_key[key]
+        if not estimated or change.uncapped_ns is None:
+            continue
+        if any(c.status != "resolved" for c in estimated):
+            continue
+        measured, on, scope = _measured_change(estimated, matches, region_change)
+        # Before the region's cap: the diff times a host loop that runs ahead of the GPU by the
+        # GPU (side.py), where the diagnosis's region is the host's shorter window.
+        predicted = before.per_iteration(change.uncapped_ns)
+        summed = before.per_iteration(sum(c.finding.saved_ns or 0.0 for c in estimated))
+        out.append(ChangeCheck(change, len(group), predicted, summed, measured, on, scope))
+    return sorted(out, key=lambda m: -(m.predicted_ns or 0.0))
+
+
+def _measured_change(
+    estimated: list[FindingChange], matches: Mapping[int, KernelMatch], region_change: float
+) -> tuple[float | None, str, frozenset[int]]:
+    """Where a change's saving shows: its estimated findings' kernel matches when each has
+    some; the region when the others are about no kernel (idle time, copies: a CUDA graph's
+    saving is the gaps between its kernels, not their time); else nowhere."""
+    scoped = [c.before for c in estimated if c.before is not None]
+    scope: frozenset[int] = frozenset().union(*(s.matches for s in scoped))
+    if scoped and all(s.matches for s in scoped):
+        return sum(-matches[i].change_ns for i in scope), "its kernels", scope
+    if all(s.matches or s.kernel is None for s in scoped):
+        return region_change, "the region", frozenset()
+    return None, "", scope
+
+
+def _shared_made(made: list[ChangeCheck], changes: list[FindingChange]) -> list[ChangeCheck]:
+    """As `_shared`, for the changes: one whose measured change overlaps another counted
+    one's (the region's, or a kernel match) shows no ratio of its own."""
+    keys = {m.change.key for m in made}
+    others: list[tuple[str, frozenset[int]]] = [(m.measured_on, m.matches) for m in made]
+    others += [
+        (c.measured_on, c.before.matches)
+        for c in changes
+        if c.counted and c.change not in keys and c.before is not None
+    ]
+
+    def count(m: ChangeCheck) -> int:
+        return sum(
+            (on == m.measured_on == "the region") or bool(scope & m.matches) for on, scope in others
+        )
+
+    return [replace(m, shared=count(m)) if count(m) > 1 else m for m in made]
 
 
 def _owners(matches: Sequence[KernelMatch], side: str) -> dict[int, int]:
@@ -275,15 +390,31 @@ def _shared(changes: list[FindingChange]) -> list[FindingChange]:
     return [replace(c, shared=counts[id(c)]) if counts.get(id(c), 0) > 1 else c for c in changes]
 
 
-def _counted(changes: list[FindingChange]) -> list[FindingChange]:
-    """The findings the prediction check adds up: every program finding that was resolved or
-    shrank (the engine's program analyses estimate separate pieces of time), then, largest
-    first, one kernel finding per kernel (a kernel's findings are alternative explanations of
-    the same time) whose kernel matches no counted program finding already covers."""
+def _counted(
+    changes: list[FindingChange], made: Mapping[str, ChangeCheck] | None = None
+) -> list[FindingChange]:
+    """The findings the prediction check adds up: those of BEFORE's changes made in full (each
+    change counted once, for its marginal saving; they cover their kernels first), every other
+    program finding that was resolved or shrank (the engine's program analyses estimate
+    separate pieces of time), then, largest first, one kernel finding per kernel (a kernel's
+    findings are alternative explanations of the same time) whose kernel matches no counted
+    change or program finding already covers."""
+    made = made or {}
     covered: set[int] = set()
     kernels_done: set[int] = set()
     out: dict[int, FindingChange] = {}
-    candidates = [i for i, c in enumerate(changes) if c.expected_ns and c.before is not None]
+    for i, c in enumerate(changes):
+        if c.change in made and c.before is not None:
+            covered |= c.before.matches
+            if c.before.kernel is not None:
+                kernels_done.add(c.before.kernel.id)
+            if c.expected_ns:
+                out[i] = replace(c, counted=True)
+    candidates = [
+        i
+        for i, c in enumerate(changes)
+        if c.expected_ns and c.before is not None and c.change not in made
+    ]
     programs = [i for i in candidates if changes[i].scope == "program"]
     kernels = sorted(
         (i for i in candidates if changes[i].scope == "kernel"),

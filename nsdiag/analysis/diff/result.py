@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis, clean
-from nsdiag.analysis.diff.findings import FindingChange, PredictionCheck, Scoped
+from nsdiag.analysis.diff.findings import ChangeCheck, FindingChange, PredictionCheck, Scoped
 from nsdiag.analysis.diff.gate import Gate, GateCheck
 from nsdiag.analysis.diff.kernels import KernelMatch
 from nsdiag.analysis.diff.side import KernelTimes, Side
@@ -76,6 +76,7 @@ class Diff:
     findings: tuple[FindingChange, ...]
     check: PredictionCheck | None  # None: no resolved finding with an estimate
     gate: Gate | None = None
+    changes: tuple[ChangeCheck, ...] = ()  # BEFORE's changes made in full, most saving first
 
     def match(self, match_id: int) -> KernelMatch:
         return self.matches[match_id]
@@ -88,6 +89,7 @@ class Diff:
             "region": _region(self.region),
             "kernels": [_match(m, self) for m in self.matches],
             "findings": [_finding(c) for c in self.findings],
+            "changes": [_change(m) for m in self.changes],
             "prediction_check": None
             if self.check is None
             else {
@@ -95,6 +97,7 @@ class Diff:
                 "measured_ns": self.check.measured_ns,
                 "ratio": self.check.ratio,
                 "findings": self.check.findings,
+                "changes": self.check.changes,
             },
             "gate": None if self.gate is None else _gate(self.gate),
         }
@@ -200,6 +203,24 @@ def _finding(c: FindingChange) -> dict[str, Any]:
         "measured_shared_by": c.shared,
         "how": c.how,
         "counted": c.counted,
+        "change": c.change,
+    }
+
+
+def _change(m: ChangeCheck) -> dict[str, Any]:
+    c = m.change
+    return {
+        "key": c.key,
+        "title": c.title,
+        "rules": list(c.rules),
+        "findings": m.findings,
+        "predicted_ns": m.predicted_ns,
+        "summed_ns": m.summed_ns,
+        "measured_ns": m.measured_ns,
+        "measured_on": m.measured_on or None,
+        "ratio": m.ratio,
+        "measured_shared_by": m.shared,
+        "kernel_matches": sorted(m.matches),
     }
 
 

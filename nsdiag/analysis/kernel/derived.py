@@ -30,6 +30,14 @@ DERIVED_METRICS: dict[str, str] = {
     "bytes: (1 - useful bytes per sector / 32) x (1 - L1 hit rate); 0 with no plain loads.",
     "global_store_waste": "The same for global stores (L1 merges partial writes to one sector "
     "before they leave the SM, which its hit rate counts).",
+    "global_load_access_bytes": "Useful bytes per lane of a global load request: the access "
+    "width (4 for a float, 16 for a float4), from sectors per request x useful bytes per sector / "
+    "32 lanes; lower where warps are partly active or lanes share an address (a broadcast).",
+    "global_store_access_bytes": "The same for global stores.",
+    "global_access_bytes": "The wider of the two access widths (loads, stores) of the sides that "
+    "move sectors: what a vectorised rewrite would widen.",
+    "global_useful_bytes": "Bytes the threads asked for in global loads and stores: sectors x "
+    "useful bytes per sector, both sides (what a coalesced kernel would still move, at most).",
     "global_load_sector_share": "Global load sectors, share of global load + store sectors (0-1).",
     "global_store_sector_share": "Global store sectors, share of global load + store sectors.",
     "shared_bank_conflict_pct": "Shared-memory wavefronts caused by bank conflicts, % of all.",
@@ -128,6 +136,7 @@ def _add_memory(k: pd.DataFrame) -> None:
     k["global_store_sectors_per_request"] = _ratio(
         _col(k, "global_store_sectors"), _col(k, "global_store_requests")
     )
+    _add_access(k)
     missed = 1 - _col(k, "l1_hit_rate_pct") / 100
     global_sectors = _sum(k, (1, "global_load_sectors"), (1, "global_store_sectors"))
     for side in ("load", "store"):
@@ -147,6 +156,23 @@ def _add_memory(k: pd.DataFrame) -> None:
     k["lsu_sectors"] = _sum(
         k, (1, "local_sectors"), (1, "global_load_sectors"), (1, "global_store_sectors")
     )
+
+
+WARP_LANES = 32
+
+
+def _add_access(k: pd.DataFrame) -> None:
+    """Access width and useful bytes per side, from ncu's sector counters."""
+    widths, useful_bytes = [], []
+    for side in ("load", "store"):
+        useful = _col(k, f"global_{side}_bytes_per_sector")
+        width = _col(k, f"global_{side}_sectors_per_request") * useful / WARP_LANES
+        k[f"global_{side}_access_bytes"] = width
+        # A side with no plain accesses (0 useful bytes: TMA or cp.async loads) has no width.
+        widths.append(width.where(useful > 0))
+        useful_bytes.append(_col(k, f"global_{side}_sectors") * useful)
+    k["global_access_bytes"] = pd.concat(widths, axis=1).max(axis=1)
+    k["global_useful_bytes"] = pd.concat(useful_bytes, axis=1).sum(axis=1, min_count=1)
 
 
 def _add_stalls(k: pd.DataFrame) -> None:

@@ -41,7 +41,10 @@ class KernelInputs:
 
 def place(row: Mapping[str, Any], inputs: KernelInputs) -> roofline.RooflinePosition:
     """The signature's roofline position (its typical launch, under this GPU's roofs)."""
-    return roofline.position(row, inputs.ceiling, inputs.device.get("name"))
+    cc = inputs.device.get("cc")
+    return roofline.position(
+        row, inputs.ceiling, inputs.device.get("name"), str(cc) if cc else None
+    )
 
 
 def matrix_references(
@@ -112,17 +115,18 @@ def _apply(
     return tuple(findings), tuple(skipped)
 
 
-# The cause that explains a saturated limiter: at a roof its finding has no estimate (only fewer
-# bytes or instructions help), yet it says more than a minor finding with a small estimate.
-LIMITER_CAUSE = {
-    "dram": "dram-bandwidth-saturated",
-    "l2": "l2-bound",
-    "xu": "special-function-heavy",
-    "fp64": "fp64-heavy",
-    "fma": "compute-pipe-saturated",
-    "alu": "compute-pipe-saturated",
-    "fp16": "compute-pipe-saturated",
-    "lsu": "compute-pipe-saturated",
+# The causes that explain a saturated limiter: at a roof its finding has no estimate (only fewer
+# bytes or instructions help), yet it says more than a minor finding with a small estimate. DRAM
+# has two: at the reachable ceiling (saturated) or short of it (underused, with the distance).
+LIMITER_CAUSES: dict[str, tuple[str, ...]] = {
+    "dram": ("dram-bandwidth-saturated", "dram-bandwidth-underused"),
+    "l2": ("l2-bound",),
+    "xu": ("special-function-heavy",),
+    "fp64": ("fp64-heavy",),
+    "fma": ("compute-pipe-saturated",),
+    "alu": ("compute-pipe-saturated",),
+    "fp16": ("compute-pipe-saturated",),
+    "lsu": ("compute-pipe-saturated",),
 }
 
 
@@ -134,12 +138,12 @@ def _verdict_first(findings: tuple[Finding, ...], limiter: str | None) -> tuple[
     substantial share of its time (a deeper cause: uncoalesced access, spills, a tail), by the
     time they save; then the finding that explains the saturated limiter (no estimate at a
     roof); then the rest by the time they save, findings with no estimate last."""
-    cause = LIMITER_CAUSE.get(limiter or "")
+    causes = LIMITER_CAUSES.get(limiter or "", ())
 
     def group(f: Finding) -> int:
         if f.recoverable is not None and f.recoverable >= SUBSTANTIAL:
             return 0
-        return 1 if f.cause == cause else 2
+        return 1 if f.cause in causes else 2
 
     return tuple(sorted(findings, key=lambda f: (group(f), f.rank_key)))
 

@@ -5,7 +5,9 @@ Every kernel is placed under the roof of the precision it uses: CUDA-core work u
 FP64 or FP16 peak the report gives (`*.peak_sustained` per cycle x the SM clock during the
 kernel); tensor-core work under the dense tensor peak of its precision at that clock
 (`analysis/kernel/tensor.py`). A DRAM ceiling measured in the same session (the best bandwidth a
-copy kernel reached), when known, is reported beside the theoretical one.
+copy kernel reached), when known, is reported beside the theoretical one; every kernel is also
+placed against the DRAM ceiling it is judged by (`memory_ceiling.py`: that measured ceiling, else
+the architecture's default share of the peak).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from nsdiag.analysis.kernel.memory_ceiling import DramCeiling, cc_major_of, dram_ceiling
 from nsdiag.analysis.kernel.tensor import TensorRoof, tensor_roof
 from nsdiag.analysis.kernel.verdict import SATURATED_PCT
 from nsdiag.model.tables import records
@@ -86,6 +89,10 @@ class RooflinePosition:
     tensor_peak_flops_per_s: float = _NAN
     pct_of_tensor_roof: float = _NAN
     note: str = ""  # why a roof is unknown, or what caps the kernel below it
+    # The DRAM bandwidth the kernel is judged against (measured, else the architecture's
+    # default) and the achieved bandwidth as % of it; NaN where neither can be told.
+    dram_ceiling: DramCeiling | None = None
+    pct_of_dram_ceiling: float = _NAN
 
     @property
     def roof(self) -> str:
@@ -113,6 +120,8 @@ class RooflinePosition:
             "tensor_peak_flops_per_s": self.tensor_peak_flops_per_s,
             "pct_of_tensor_roof": self.pct_of_tensor_roof,
             "note": self.note,
+            "pct_of_dram_ceiling": self.pct_of_dram_ceiling,
+            "dram_ceiling": self.dram_ceiling.to_json() if self.dram_ceiling else None,
         }
         if ceiling is not None and self.pct_of_measured_ceiling is not None:
             out["measured_dram_ceiling_bytes_per_s"] = ceiling.bytes_per_s
@@ -163,9 +172,11 @@ def position(
     values: Mapping[str, Any],
     measured: MeasuredCeiling | None = None,
     device_name: str | None = None,
+    device_cc: str | None = None,
 ) -> RooflinePosition:
     """Where one launch (or a signature's typical launch) sits under the device's roofs.
-    `device_name` (ncu's display name) selects the lower tensor rates of some parts."""
+    `device_name` (ncu's display name) selects the lower tensor rates of some parts; `device_cc`
+    the default DRAM ceiling where the launch's metrics do not say its compute capability."""
     duration_s = _get(values, "duration_ns") * 1e-9
     flops = {p: _get(values, f"flop_{p}") for p in PRECISIONS}
     counted = [v for v in flops.values() if not math.isnan(v)]
@@ -196,6 +207,12 @@ def position(
         else None
     )
     bandwidth_pct = 100 * achieved_bw / ceil.dram_bytes_per_s if ceil.dram_bytes_per_s > 0 else _NAN
+    judged = dram_ceiling(
+        ceil.dram_bytes_per_s,
+        measured.bytes_per_s if measured is not None else None,
+        measured.kernel if measured is not None else "",
+        cc_major_of(values, device_cc),
+    )
     side = "memory" if on_memory_side else "compute"
     if precision == "tensor":
         pct, side = _tensor_pct(tensor, intensity, ridge, bandwidth_pct)
@@ -215,6 +232,8 @@ def position(
         peaks=ceil,
         ridge_point=ridge,
         pct_of_measured_ceiling=of_ceiling,
+        dram_ceiling=judged,
+        pct_of_dram_ceiling=judged.pct(achieved_bw, _get(values, "dram_throughput_pct")),
         **_tensor_fields(tensor),
     )
 

@@ -13,6 +13,7 @@ from nsdiag.analysis.diagnosis import KernelDiagnosis
 from nsdiag.analysis.kernel.roofline import MeasuredCeiling
 from nsdiag.analysis.program.launch_sequence import launches
 from nsdiag.analysis.program.ranks import RankAnalysis
+from nsdiag.analysis.program.timeline.waits import WaitAccount, account
 from nsdiag.analysis.region.windows import Region
 from nsdiag.model.session import Session
 
@@ -45,6 +46,12 @@ class ProgramContext:
         """The region's launch sequence (analysis/program/launch_sequence.py), built once per
         diagnosis: fusion and layout both read it. Readers must not change it."""
         return launches(self)
+
+    @cached_property
+    def waits(self) -> WaitAccount:
+        """The region's idle GPU time by what the host did meanwhile (timeline/waits.py), built
+        once per diagnosis: the four host-wait analyses report disjoint parts of it."""
+        return account(self.view, self.session.api_calls, self.region)
 
     @property
     def view(self) -> TimelineView:

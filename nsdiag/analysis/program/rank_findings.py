@@ -270,7 +270,7 @@ RANK_IMBALANCE = ProgramAnalysis(
     params={
         "min_impact": Param(0.2, "The smallest saving per step reported, share of the step."),
     },
-    claims_before=("gpu_idle_gaps",),
+    claims_before=("gpu_idle_gaps", "cpu_bound"),
     held_back=unexplained_lateness,
 )
 

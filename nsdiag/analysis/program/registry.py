@@ -39,11 +39,14 @@ from nsdiag.analysis.program.fusion import FUSION_CANDIDATES
 from nsdiag.analysis.program.layout import LAYOUT_CONVERSIONS
 from nsdiag.analysis.program.rank_findings import EXPOSED_COMMUNICATION, RANK_IMBALANCE
 from nsdiag.analysis.program.record import TABLE_WORDS, ProgramAnalysis
-from nsdiag.analysis.program.timeline.idle import GPU_IDLE_GAPS
-from nsdiag.analysis.program.timeline.launches import LAUNCH_OVERHEAD
+from nsdiag.analysis.program.timeline.host_wait import (
+    CPU_BOUND,
+    IDLE_OTHER,
+    LAUNCH_BOUND,
+    SYNC_BOUND,
+)
 from nsdiag.analysis.program.timeline.overlap import NO_COPY_COMPUTE_OVERLAP
 from nsdiag.analysis.program.timeline.pageable import PAGEABLE_MEMCPY
-from nsdiag.analysis.program.timeline.syncs import SYNC_HEAVY
 
 if TYPE_CHECKING:  # the rule loader imports this registry
     from nsdiag.analysis.rules.spec import RuleSpec
@@ -55,9 +58,10 @@ PROGRAM_ANALYSES: dict[str, ProgramAnalysis] = {
         LAYOUT_CONVERSIONS,
         PAGEABLE_MEMCPY,
         NO_COPY_COMPUTE_OVERLAP,
-        SYNC_HEAVY,
-        GPU_IDLE_GAPS,
-        LAUNCH_OVERHEAD,
+        SYNC_BOUND,
+        LAUNCH_BOUND,
+        CPU_BOUND,
+        IDLE_OTHER,
         RANK_IMBALANCE,
         EXPOSED_COMMUNICATION,
     )

@@ -18,7 +18,7 @@ import pandas as pd
 from nsdiag.analysis.region.windows import Region
 from nsdiag.model.intervals import union_ns
 
-_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+CALL_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "module loading",
         re.compile(
@@ -94,7 +94,7 @@ def _call_parts(calls: pd.DataFrame) -> list[StartupPart]:
     names = calls["name"].astype(str)
     left = pd.Series(True, index=calls.index)
     parts = []
-    for label, pattern in (*_KINDS, (OTHER_CALLS, re.compile(""))):
+    for label, pattern in (*CALL_KINDS, (OTHER_CALLS, re.compile(""))):
         mine = calls[left & names.str.contains(pattern)]
         left &= ~calls.index.isin(mine.index)
         if not len(mine):

@@ -43,6 +43,12 @@ _GEMM_NAME = re.compile(r"gemm|matmul", re.IGNORECASE)
 COALESCED_BYTES = 16.0  # fewer useful bytes per 32-byte sector than this: uncoalesced
 UNCOALESCED_WASTE = 0.25  # share of a side's sectors fetched but unused, past L1, that matters
 SIDE_TRAFFIC_SHARE = 0.1  # a side with fewer sectors than this share of L2's is no memory problem
+# The widest global access one thread makes in one instruction (LDG.128 / STG.128: a float4):
+# narrower accesses are what a vectorised rewrite widens (NSD108's message). The measured width
+# is an average, a little under the instruction's where some warps are partial (15.0 bytes for
+# PyTorch's float4 softmax rows), so under 3/4 of it counts as narrow (8-byte accesses do).
+VECTOR_ACCESS_BYTES = 16.0
+NARROW_ACCESS_SHARE = 0.75
 
 CONSTANTS: dict[str, float] = {
     "SATURATED_PCT": SATURATED_PCT,  # a unit this busy (% of peak) is saturated
@@ -50,6 +56,7 @@ CONSTANTS: dict[str, float] = {
     "COALESCED_BYTES": COALESCED_BYTES,
     "UNCOALESCED_WASTE": UNCOALESCED_WASTE,
     "SIDE_TRAFFIC_SHARE": SIDE_TRAFFIC_SHARE,
+    "VECTOR_ACCESS_BYTES": VECTOR_ACCESS_BYTES,
 }
 SIGNATURE_VALUES: dict[str, str] = {
     "launches": "Launches of the signature (the timeline's count where it knows more).",
@@ -113,9 +120,14 @@ def _reference_rate(facts: KernelFacts) -> float:
     return facts.reference.flops_per_s if facts.reference is not None else math.nan
 
 
-def _of_ceiling(facts: KernelFacts) -> float:
-    pct = facts.roofline.pct_of_measured_ceiling
-    return math.nan if pct is None else pct
+def _ceiling_tb_per_s(facts: KernelFacts) -> float:
+    ceiling = facts.roofline.dram_ceiling
+    return ceiling.bytes_per_s / 1e12 if ceiling is not None else math.nan
+
+
+def _ceiling_measured(facts: KernelFacts) -> float:
+    ceiling = facts.roofline.dram_ceiling
+    return math.nan if ceiling is None else float(ceiling.measured)
 
 
 CONTEXT_VALUES: dict[str, ContextValue] = {
@@ -161,7 +173,22 @@ CONTEXT_VALUES: dict[str, ContextValue] = {
         "The busiest floating-point pipe (FMA, FP64, FP16), %.", _fp_pipe_pct
     ),
     "dram_pct_of_ceiling": ContextValue(
-        "DRAM bandwidth as % of the session's measured ceiling (a copy kernel's).", _of_ceiling
+        "DRAM bandwidth as % of the ceiling the kernel is judged against: the session's "
+        "measured copy ceiling, else the architecture's default share of the peak "
+        "(analysis/kernel/memory_ceiling.py).",
+        lambda f: f.roofline.pct_of_dram_ceiling,
+    ),
+    "dram_ceiling_measured": ContextValue(
+        "1 when that ceiling was measured in the session (a copy kernel), 0 for the default.",
+        _ceiling_measured,
+    ),
+    "dram_ceiling_tb_per_s": ContextValue(
+        "That ceiling, TB/s (NaN where the report gives no DRAM peak).", _ceiling_tb_per_s
+    ),
+    "uncoalesced_access": ContextValue(
+        "1 when NSD103's per-side test holds for the loads or the stores, 0 when it holds for "
+        "neither, NaN when the report lacks the sector counters to tell.",
+        lambda f: _uncoalesced_access(f.launch),
     ),
 }
 
@@ -184,6 +211,49 @@ def _uncoalesced(values: Mapping[str, Any], side: str) -> bool:
         0 < useful < COALESCED_BYTES
         and waste >= UNCOALESCED_WASTE
         and sectors >= SIDE_TRAFFIC_SHARE * l2
+    )
+
+
+def _uncoalesced_access(values: Mapping[str, Any]) -> float:
+    """1 when either side is uncoalesced, 0 when neither is, NaN when neither side's counters
+    are there to tell."""
+    if any(_uncoalesced(values, side) for side in ("load", "store")):
+        return 1.0
+    known = any(
+        number(values.get(f"global_{side}_bytes_per_sector")) is not None
+        and number(values.get(f"global_{side}_waste")) is not None
+        for side in ("load", "store")
+    )
+    return 0.0 if known else math.nan
+
+
+def _access_advice(values: Mapping[str, Any]) -> str:
+    """What NSD108's message says closes the gap, from the access width and sector use."""
+    if math.isnan(_uncoalesced_access(values)):
+        return (
+            "The report lacks the sector counters (useful bytes per sector, sectors per "
+            "request), so whether the accesses are narrow or uncoalesced is not known: "
+            "profile with nsdiag profile or ncu's MemoryWorkloadAnalysis_Tables and "
+            "SourceCounters sections to tell."
+        )
+    width = number(values.get("global_access_bytes"))
+    if width is None:
+        return (
+            "The sectors that leave L1 are used; the access width is not in the report (no "
+            "request counts), so whether wider accesses would help is not known."
+        )
+    if width < NARROW_ACCESS_SHARE * VECTOR_ACCESS_BYTES:
+        return (
+            "The sectors that leave L1 are used, but each thread moves at most "
+            f"{width:.0f} bytes per load or store instruction: {VECTOR_ACCESS_BYTES:.0f}-byte "
+            f"(float4) accesses move {VECTOR_ACCESS_BYTES / max(width, 1):.0f}x the bytes per "
+            "instruction, with fewer instructions to issue and more bytes in flight."
+        )
+    return (
+        f"Its accesses are already about {VECTOR_ACCESS_BYTES:.0f} bytes wide ({width:.1f} on "
+        "average) and use their sectors: what is left "
+        "is bytes in flight (more independent loads per thread before their use) or a short "
+        "launch's ramp-up and tail."
     )
 
 
@@ -215,6 +285,12 @@ TEXT_VALUES: dict[str, TextValue] = {
         _tail_label,
     ),
     "gemm_tile": TextValue("The CTA tile M x N its name states, e.g. '64x8'.", _gemm_tile),
+    "access_advice": TextValue(
+        "What closes a DRAM-bound kernel's distance to the ceiling, from its access width and "
+        "sector use: wider (vectorised) accesses, more bytes in flight, or what the report "
+        "lacks to tell.",
+        _access_advice,
+    ),
 }
 
 
@@ -231,6 +307,9 @@ FACT_TEXT_VALUES: dict[str, Callable[[KernelFacts], str]] = {
     "fallback_reasons": lambda f: "; ".join(_fallback_reasons(f)),
     "reference_source": lambda f: f.reference.source if f.reference else "",
     "tensor_precision": lambda f: f.roofline.tensor_precision or "",
+    "dram_ceiling_source": lambda f: (
+        f.roofline.dram_ceiling.source if f.roofline.dram_ceiling else "no DRAM ceiling known"
+    ),
 }
 
 

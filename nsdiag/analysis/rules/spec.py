@@ -27,6 +27,7 @@ from nsdiag.resources import rules_dir
 KERNEL_CAUSES = frozenset(
     {
         "dram-bandwidth-saturated",
+        "dram-bandwidth-underused",
         "gemm-misaligned",
         "degenerate-gemm",
         "uncoalesced-global-access",
@@ -56,6 +57,8 @@ PROGRAM_CAUSES = frozenset(
         "gpu-idle-gaps",
         "no-copy-compute-overlap",
         "launch-overhead",
+        "launch-bound",
+        "cpu-bound",
     }
 )
 

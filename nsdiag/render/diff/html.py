@@ -103,6 +103,7 @@ def context(diff: Diff) -> dict[str, Any]:
         "waterfall": _chart(diff_charts.waterfall(diff), "chart-waterfall"),
         "matches": _matches(diff),
         "findings": _findings(diff),
+        "changes": diff_rows.change_rows(diff),
         "roofline": _chart(roofline, "chart-roofline"),
         "arrows": arrows,
         "after_metrics": bool(diff.after.diagnosis.kernels),

@@ -61,6 +61,16 @@ def render_diff_markdown(diff: Diff, options: DiffOptions | None = None) -> str:
                 f"{_cell(rows.expected(diff, c))} | {_cell(rows.measured(diff, c))} | "
                 f"{rows.ratio(c.ratio)} |"
             )
+    made = rows.change_rows(diff)
+    if made:
+        lines += ["", "Changes made (predicted: marginal, after the changes ranked above it):", ""]
+        lines += ["| change | findings | predicted | its findings | measured | ratio |"]
+        lines += ["| --- | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [
+            f"| {_cell(r.title)} ({_cell(r.rules)}) | {r.findings} | {_cell(r.predicted)} | "
+            f"{_cell(r.summed)} | {_cell(r.measured)} | {r.ratio} |"
+            for r in made
+        ]
     lines += ["", rows.check_line(diff), ""]
     new = [c for c in diff.findings if c.status == "new"]
     if new:

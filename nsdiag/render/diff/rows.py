@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis
 from nsdiag.analysis.diff import Diff, KernelMatch
-from nsdiag.analysis.diff.findings import FindingChange
+from nsdiag.analysis.diff.findings import ChangeCheck, FindingChange
 from nsdiag.analysis.diff.gate import Gate, GateCheck
 from nsdiag.analysis.diff.kernels import LABELS
 from nsdiag.analysis.diff.side import KernelTimes, Side
@@ -194,11 +194,61 @@ def check_line(diff: Diff) -> str:
     c = diff.check
     if c is None:
         return "Prediction check: no finding of BEFORE with an estimate was resolved or shrank"
+    made = (
+        f" ({c.changes} change(s) of BEFORE made in full, each counted once for its saving)"
+        if c.changes
+        else ""
+    )
     return (
-        f"Prediction check: the {c.findings} finding(s) resolved or shrunk predicted "
+        f"Prediction check: the {c.findings} finding(s) resolved or shrunk{made} predicted "
         f"{time(diff, c.predicted_ns)}; the region measured {time(diff, c.measured_ns)} "
         f"(ratio {ratio(c.ratio)})"
     )
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    """A change of BEFORE made in full, as display strings."""
+
+    title: str
+    rules: str
+    findings: str
+    predicted: str
+    summed: str
+    measured: str
+    ratio: str
+
+
+def change_rows(diff: Diff) -> list[ChangeRow]:
+    """The changes made in full whose prediction is not simply one finding's: several findings,
+    or a saving that the changes ranked above it shared."""
+    out = []
+    for m in diff.changes:
+        if m.findings < 2 and not _differs(m.predicted_ns, m.summed_ns):
+            continue
+        out.append(
+            ChangeRow(
+                title=m.change.title,
+                rules=", ".join(m.change.rules),
+                findings=str(m.findings),
+                predicted=time(diff, m.predicted_ns),
+                summed=time(diff, m.summed_ns),
+                measured=_change_measured(diff, m),
+                ratio=ratio(m.ratio),
+            )
+        )
+    return out
+
+
+def _differs(a: float | None, b: float | None) -> bool:
+    return a is not None and b is not None and abs(a - b) > 0.01 * max(abs(b), 1.0)
+
+
+def _change_measured(diff: Diff, m: ChangeCheck) -> str:
+    if m.measured_ns is None:
+        return fmt.MISSING
+    on = m.measured_on if m.shared <= 1 else "shared with other findings"
+    return time(diff, m.measured_ns) + (f" ({on})" if on else "")
 
 
 def ratio(value: float | None) -> str:

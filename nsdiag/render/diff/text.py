@@ -101,6 +101,23 @@ def _findings(console: Console, diff: Diff) -> None:
                     style="dim",
                 )
             )
+    made = rows.change_rows(diff)
+    if made:
+        table = Table(title="Changes made: predicted (marginal) against measured", expand=True)
+        for name, justify in (
+            ("change", "left"),
+            ("findings", "right"),
+            ("predicted", "right"),
+            ("its findings", "right"),
+            ("measured", "right"),
+            ("ratio", "right"),
+        ):
+            table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        for r in made:
+            table.add_row(
+                f"{r.title} ({r.rules})", r.findings, r.predicted, r.summed, r.measured, r.ratio
+            )
+        console.print(table)
     if diff.check is not None:
         console.print(Text(rows.check_line(diff), style="bold"))
     for status, title in (

@@ -1,15 +1,13 @@
-"""Who claims idle GPU time: syncs that drained the GPU, and the NVTX ranges the host was in.
+"""Which blocking syncs drained the GPU, and what each cost.
 
 How time is attributed, so that impacts never add up to more than the time that exists:
 each device's span (first GPU activity start to last end) is split into busy time (the union of
 its activities) and idle gaps between busy segments. Busy copy time can be claimed by
 pageable-memcpy (copy time beyond the pinned bandwidth) and then no-copy-compute-overlap (what
-remains after that, beyond the slowest pipeline stage). Each idle gap is claimed at most once:
-by sync-heavy (syncs that return inside it), by launch-overhead (short gaps between tiny kernels,
-never gaps holding a sync return) or by gpu-idle-gaps (long gaps, minus any sync claim); time
-inside communication kernels goes to the rank analyses, never to gpu-idle-gaps. The impact
-denominator is the sum of the device spans (the device time that exists). Each analysis's record
-states what it claims before which others (`claims_before`: PAGEABLE_MEMCPY, SYNC_HEAVY,
+remains after that, beyond the slowest pipeline stage). Each idle nanosecond is claimed at most
+once, by the host-wait analyses (waits.py: the syncs' share first, then launching, CPU work and
+what fits neither); time inside communication kernels goes to the rank analyses. Each analysis's
+record states what it claims before which others (`claims_before`: PAGEABLE_MEMCPY, SYNC_BOUND,
 RANK_IMBALANCE and EXPOSED_COMMUNICATION).
 """
 
@@ -18,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.program.timeline.nvtx import UNNAMED, host_ranges
+from nsdiag.analysis.program.timeline.nvtx import UNNAMED
 from nsdiag.model.ranks import rank_of
 
 _SYNC_COLUMNS = [
@@ -94,28 +92,3 @@ def _work_between(syncs: pd.DataFrame, acts: pd.DataFrame) -> np.ndarray:
         done = cumulative[np.searchsorted(dev["end_ns"].to_numpy(), ends, side="right")]
         work[idx[order]] = np.diff(np.concatenate([[0], done]))
     return work
-
-
-def gap_parts(nvtx: pd.DataFrame, gaps: pd.DataFrame, samples: int = 16) -> pd.DataFrame:
-    """Split each gap between the NVTX ranges the host was in during it: the innermost range open
-    on the thread that launched the work ending the gap, sampled at `samples` evenly spaced
-    times. One row per (gap, range) with the fraction of the gap. Without NVTX data, or when the
-    launching thread is unknown, the whole gap goes to the range of the work that ends it."""
-    if not len(gaps):
-        return pd.DataFrame(columns=["gap", "range", "fraction"])
-    index = np.repeat(gaps.index.to_numpy(), samples)
-    offsets = np.tile((np.arange(samples) + 0.5) / samples, len(gaps))
-    starts, lengths = (
-        np.repeat(gaps["start_ns"].to_numpy(), samples),
-        np.repeat(gaps["length"].to_numpy(), samples),
-    )
-    times = (starts + offsets * lengths).astype("int64")
-    tids = np.repeat(gaps["thread_id"].to_numpy(), samples)
-    found = host_ranges(nvtx, np.repeat(gaps["process_id"].to_numpy(), samples), tids, times)
-    fallback = np.repeat(gaps["next_range"].to_numpy(dtype=object), samples)
-    known = (tids >= 0) & (len(nvtx) > 0)
-    names = np.where(known, np.where(pd.isna(found), UNNAMED, found), fallback)
-    parts = (
-        pd.DataFrame({"gap": index, "range": names}).groupby(["gap", "range"], sort=False).size()
-    )
-    return (parts / samples).rename("fraction").reset_index()

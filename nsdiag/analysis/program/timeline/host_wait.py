@@ -1,0 +1,391 @@
+"""Why the GPU waits, as four findings with a fix each: launch-bound (replay as a CUDA graph),
+CPU-bound (move host work off the critical path), sync-bound (drop the synchronisation) and what
+fits neither (allocation, module loading, an unknown host). They report disjoint parts of the
+account in waits.py, so their savings add up to at most the idle time; each reports per device,
+under the NVTX range that ends most of its idle time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import pandas as pd
+
+from nsdiag.analysis.diagnosis import Evidence, Finding
+from nsdiag.analysis.program.context import ProgramContext
+from nsdiag.analysis.program.record import MIN_IMPACT, Param, ProgramAnalysis
+from nsdiag.analysis.program.timeline.findings import (
+    RANGE_VALUES,
+    Draft,
+    make_finding,
+    share,
+    worth_reporting,
+)
+from nsdiag.analysis.program.timeline.nvtx import host_ranges
+from nsdiag.analysis.program.timeline.waits import ALLOC_PATTERN, WaitAccount, stretch_text
+from nsdiag.model.ranks import rank_of
+
+if TYPE_CHECKING:  # the rule loader imports the analyses' records
+    from nsdiag.analysis.rules.spec import RuleSpec
+
+_ALLOC_WORDS = "allocating memory, loading modules or initialising CUDA"
+# What the rank-imbalance finding claims of the late rank (rank_findings.py: claims_before).
+_LATE_RANK_CLAIMED = ("cpu_bound", "gpu_idle_gaps")
+
+
+def _per_device(
+    analysis: ProgramAnalysis,
+    rule: RuleSpec,
+    ctx: ProgramContext,
+    column: str,
+    draft: Callable[[int, str, pd.DataFrame, float], Draft | None],
+) -> list[Finding]:
+    """One finding per device whose `column` of the wait account reaches min_impact. Where the
+    lanes are ranks, one finding for the lane that would save most: the ranks step in lockstep,
+    so a change made on every rank saves about the largest lane's part, not the sum; and the
+    late rank's CPU-bound and other idle time is the rank-imbalance finding's (NSD420 names its
+    cause), not counted again here."""
+    params = analysis.params_of(rule)
+    gaps = ctx.waits.gaps
+    ranks = ctx.ranks
+    candidates = []
+    for key, group in gaps.groupby("device", sort=True):
+        device = int(cast(int, key))
+        if (
+            ranks is not None
+            and analysis.name in _LATE_RANK_CLAIMED
+            and ctx.view.rank_of(device) == ranks.late_rank
+        ):
+            continue
+        saved = _saving(analysis, params, group, float(group[column].sum()))
+        if worth_reporting(ctx, saved, params["min_impact"]):
+            candidates.append((saved, device, group))
+    if ctx.view.lane_devices:
+        candidates = sorted(candidates, key=lambda c: -c[0])[:1]
+    findings = []
+    for saved, device, group in candidates:
+        by_range = group.groupby("next_range")[column].sum()
+        name = str(by_range.idxmax()) if len(by_range) else ""
+        found = draft(device, name, group, saved)
+        if found is not None:
+            findings.append(make_finding(analysis, rule, ctx, found))
+    return findings
+
+
+def _saving(
+    analysis: ProgramAnalysis, params: Mapping[str, float], group: pd.DataFrame, idle: float
+) -> float:
+    """A graph still leaves a short gap between its kernels: not saved."""
+    if analysis.name != "launch_bound":
+        return idle
+    touched = float((group["launch"] > 0).sum())
+    return max(idle - touched * params["graph_node_gap_ns"], 0.0)
+
+
+def _per_iteration(ctx: ProgramContext) -> tuple[float, str]:
+    n = ctx.iterations
+    return (float(n), " per iteration") if n else (1.0, "")
+
+
+def _busy_share(account: WaitAccount, group: pd.DataFrame) -> float:
+    """The share of the iterations' wall time the device of `group` (its gaps) is busy."""
+    it = account.iterations
+    wall = float(it["wall_ns"].sum()) if len(it) else 0.0
+    return max(1.0 - float(group["idle_ns"].sum()) / wall, 0.0) if wall else 0.0
+
+
+# --- launch-bound ---------------------------------------------------------------------------
+
+
+def launch_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
+    params = LAUNCH_BOUND.params_of(rule)
+    account = ctx.waits
+    n, per = _per_iteration(ctx)
+    kernels = ctx.view.acts[ctx.view.acts["stage"] == "kernel"]
+
+    def draft(device: int, name: str, group: pd.DataFrame, saved: float) -> Draft:
+        mine = kernels[kernels["device"] == device]
+        launches = len(mine)
+        gpu = float((mine["end_ns"] - mine["start_ns"]).sum())
+        idle = float(group["launch"].sum())
+        host_per_launch = (gpu + idle) / launches if launches else 0.0
+        graphs = account.graph_launches
+        values = {
+            "idle_ms": idle / n / 1e6,
+            "per": per,
+            "launches": round(launches / n),
+            "kernel_us": gpu / launches / 1e3 if launches else 0.0,
+            "host_per_launch_us": host_per_launch / 1e3,
+            "busy_pct": _busy_share(account, group) * 100,
+            "saved_per_ms": saved / n / 1e6,
+            "graph_note": (
+                f" The program already replays CUDA graphs ({graphs} graph launches beside "
+                f"{account.kernel_launches} kernel launches): capture the rest of the step too, "
+                "or fewer, larger graphs."
+                if graphs
+                else ""
+            ),
+        }
+        evidence = (
+            Evidence("launch_idle_ns", idle),
+            Evidence("kernel_launches", float(launches)),
+            Evidence("mean_kernel_ns", gpu / launches if launches else None),
+            Evidence("host_ns_per_launch", host_per_launch),
+            share(ctx, saved, params["min_impact"]),
+        )
+        details = {
+            "launch_idle_ns": idle,
+            "launches": launches,
+            "gpu_busy_ns": gpu,
+            "graph_launches": graphs,
+            "kernel_launch_calls": account.kernel_launches,
+            "account": _account_json(account, group),
+        }
+        return Draft(device, name, saved, values, evidence, details)
+
+    return _per_device(LAUNCH_BOUND, rule, ctx, "launch", draft)
+
+
+LAUNCH_BOUND = ProgramAnalysis(
+    name="launch_bound",
+    function=launch_bound,
+    needs="timeline",
+    tables=("kernels", "api_calls"),
+    values={
+        **RANGE_VALUES,
+        "idle_ms": "GPU idle time while the host was launching work, ms (per iteration where "
+        "the region has iterations).",
+        "per": "Text: ' per iteration' where the region has iterations, else empty.",
+        "launches": "Kernel launches on the device (per iteration).",
+        "kernel_us": "Mean GPU time of a kernel, us.",
+        "host_per_launch_us": "The host's pace: GPU busy plus launch-idle time per launch, us.",
+        "busy_pct": "Share of the region's iterations the GPU is busy, %.",
+        "saved_per_ms": "The saving per iteration (or in the region), ms.",
+        "graph_note": "Text: a sentence when the program already replays CUDA graphs, else empty.",
+    },
+    params={
+        "graph_node_gap_ns": Param(
+            1000, "The gap a CUDA graph still leaves between two kernels, ns (not saved)."
+        ),
+        "min_impact": Param(0.02, MIN_IMPACT),
+    },
+)
+
+# --- CPU-bound ------------------------------------------------------------------------------
+
+
+def cpu_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
+    params = CPU_BOUND.params_of(rule)
+    account = ctx.waits
+    n, per = _per_iteration(ctx)
+
+    def draft(device: int, name: str, group: pd.DataFrame, saved: float) -> Draft:
+        idle = float(group["cpu"].sum())
+        stretches = account.cpu_stretches
+        top = stretches.head(2)
+        middle = ((top["start_ns"] + top["end_ns"]) // 2).to_numpy("int64")
+        ranges = host_ranges(
+            ctx.session.nvtx_ranges,
+            top["process_id"].to_numpy("int64"),
+            top["thread_id"].to_numpy("int64"),
+            middle,
+        )
+        words = stretch_text(stretches, list(ranges))
+        copy_share = (
+            float(stretches.loc[stretches["after_copy"], "idle_ns"].sum())
+            / float(stretches["idle_ns"].sum())
+            if len(stretches) and stretches["idle_ns"].sum() > 0
+            else 0.0
+        )
+        values = {
+            "idle_ms": idle / n / 1e6,
+            "per": per,
+            "busy_pct": _busy_share(account, group) * 100,
+            "stretches": "; ".join(words) if words else "no stretch recorded",
+            "input_note": (
+                f" {copy_share * 100:.0f}% of that time ends in a host-to-device copy: the host "
+                "is preparing the next input."
+                if copy_share >= 0.25
+                else ""
+            ),
+            "saved_per_ms": saved / n / 1e6,
+        }
+        evidence = (
+            Evidence("cpu_idle_ns", idle),
+            Evidence("min_cpu_stretch_ns", float(account.min_cpu_stretch_ns)),
+            Evidence("idle_ending_in_h2d_copy", copy_share),
+            share(ctx, saved, params["min_impact"]),
+        )
+        details = {
+            "cpu_idle_ns": idle,
+            "longest_stretches": [
+                {k: _plain(v) for k, v in row.items()}
+                for row in stretches.head(3).to_dict("records")
+            ],
+            "account": _account_json(account, group),
+        }
+        return Draft(device, name, saved, values, evidence, details)
+
+    return _per_device(CPU_BOUND, rule, ctx, "cpu", draft)
+
+
+CPU_BOUND = ProgramAnalysis(
+    name="cpu_bound",
+    function=cpu_bound,
+    needs="timeline",
+    tables=("kernels", "api_calls"),
+    values={
+        **RANGE_VALUES,
+        "idle_ms": "GPU idle time while the host ran code with no CUDA call, ms (per "
+        "iteration where the region has iterations).",
+        "per": "Text: ' per iteration' where the region has iterations, else empty.",
+        "busy_pct": "Share of the region's iterations the GPU is busy, %.",
+        "stretches": "Text: the host stretches without CUDA calls that cost most idle time, "
+        "longest first, with the calls before and after each, the NVTX range the host was in "
+        "and whether a copy to the GPU followed.",
+        "input_note": "Text: a sentence when most of that time ends in a host-to-device copy "
+        "(the host prepares input), else empty.",
+        "saved_per_ms": "The saving per iteration (or in the region), ms.",
+    },
+    params={"min_impact": Param(0.02, MIN_IMPACT)},
+)
+
+# --- sync-bound -----------------------------------------------------------------------------
+
+
+def sync_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
+    params = SYNC_BOUND.params_of(rule)
+    account = ctx.waits
+    n, per = _per_iteration(ctx)
+    api = ctx.session.api_calls
+    calls = api[api["is_sync"].astype(bool)] if len(api) and "is_sync" in api else api.iloc[:0]
+
+    def draft(device: int, name: str, group: pd.DataFrame, saved: float) -> Draft:
+        it = account.iterations
+        mine = calls
+        if ctx.view.lane_devices and "rank" in calls:  # a rank's own syncs
+            mine = calls[rank_of(calls) == device]
+        names = ", ".join(f"{c} x{k}" for c, k in mine["name"].value_counts().head(3).items())
+        opened = float(it["opened_idle_ns"].sum())
+        slack = float(it["slack_ns"].sum())
+        values = {
+            "sync_calls": round(len(mine) / n),
+            "per": per,
+            "sync_names": names or "none recorded",
+            "opened_ms": opened / n / 1e6,
+            "slack_ms": slack / n / 1e6,
+            "saved_per_ms": saved / n / 1e6,
+        }
+        evidence = (
+            Evidence("sync_calls", float(len(mine))),
+            Evidence("idle_after_syncs_ns", opened),
+            Evidence("host_slack_ns", slack),
+            share(ctx, saved, params["min_impact"]),
+        )
+        details = {
+            "sync_calls": len(mine),
+            "idle_after_syncs_ns": opened,
+            "host_slack_ns": slack,
+            "host_blocked_ns": float(it["blocked_ns"].sum()),
+            "account": _account_json(account, group),
+        }
+        return Draft(device, name, saved, values, evidence, details)
+
+    return _per_device(SYNC_BOUND, rule, ctx, "sync_ns", draft)
+
+
+SYNC_BOUND = ProgramAnalysis(
+    name="sync_bound",
+    function=sync_bound,
+    needs="timeline",
+    tables=("kernels", "api_calls"),
+    values={
+        **RANGE_VALUES,
+        "sync_calls": "Blocking synchronisation calls (per iteration).",
+        "per": "Text: ' per iteration' where the region has iterations, else empty.",
+        "sync_names": "Text: the three most frequent calls with their counts.",
+        "opened_ms": "GPU idle time in gaps a sync drained, ms (per iteration).",
+        "slack_ms": "The host's slack: wall time less max(host's own time, GPU busy time), ms "
+        "(per iteration).",
+        "saved_per_ms": "The saving per iteration (or in the region), ms.",
+    },
+    params={"min_impact": Param(0.01, MIN_IMPACT)},
+    claims_before=("launch_bound", "cpu_bound", "gpu_idle_gaps"),
+)
+
+# --- what fits neither ----------------------------------------------------------------------
+
+
+def idle_other(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
+    params = IDLE_OTHER.params_of(rule)
+    account = ctx.waits
+    n, per = _per_iteration(ctx)
+    api = ctx.session.api_calls
+
+    def draft(device: int, name: str, group: pd.DataFrame, saved: float) -> Draft:
+        parts = {c: float(group[c].sum()) for c in ("alloc", "wait", "unknown")}
+        words = []
+        if parts["alloc"]:
+            words.append(f"{_ALLOC_WORDS} {parts['alloc'] / n / 1e6:.2f} ms")
+        if parts["wait"]:
+            words.append(f"blocked in a synchronisation {parts['wait'] / n / 1e6:.2f} ms")
+        if parts["unknown"]:
+            words.append(f"unknown (no CUDA API record) {parts['unknown'] / n / 1e6:.2f} ms")
+        values = {
+            "idle_ms": saved / n / 1e6,
+            "per": per,
+            "host_activity": ", ".join(words),
+            "top_calls": _alloc_calls(api),
+            "saved_per_ms": saved / n / 1e6,
+        }
+        evidence = (
+            Evidence("alloc_idle_ns", parts["alloc"]),
+            Evidence("wait_idle_ns", parts["wait"]),
+            Evidence("unknown_idle_ns", parts["unknown"]),
+            share(ctx, saved, params["min_impact"]),
+        )
+        details = {**{f"{k}_idle_ns": v for k, v in parts.items()},
+                   "account": _account_json(account, group)}  # fmt: skip
+        return Draft(device, name, saved, values, evidence, details)
+
+    return _per_device(IDLE_OTHER, rule, ctx, "other", draft)
+
+
+def _alloc_calls(api: pd.DataFrame) -> str:
+    if not len(api):
+        return "no CUDA API record"
+    names = api["name"].astype(str)
+    mine = names[names.str.contains(ALLOC_PATTERN, regex=True)]
+    top = mine.value_counts().head(3)
+    return ", ".join(f"{c} x{k}" for c, k in top.items()) or "none"
+
+
+IDLE_OTHER = ProgramAnalysis(
+    name="gpu_idle_gaps",
+    function=idle_other,
+    needs="timeline",
+    tables=("kernels",),
+    values={
+        **RANGE_VALUES,
+        "idle_ms": "GPU idle time the other causes do not explain, ms (per iteration).",
+        "per": "Text: ' per iteration' where the region has iterations, else empty.",
+        "host_activity": "Text: what the host did meanwhile, with the time of each.",
+        "top_calls": "Text: the region's most frequent allocation and module-loading calls.",
+        "saved_per_ms": "The saving per iteration (or in the region), ms.",
+    },
+    params={"min_impact": Param(0.05, MIN_IMPACT)},
+)
+
+
+def _account_json(account: WaitAccount, group: pd.DataFrame) -> dict[str, float]:
+    """The device's idle time by what the host did (after the syncs' claim), for the report."""
+    cols = ["sync_ns", "launch", "cpu", "alloc", "wait", "unknown"]
+    return {("sync" if c == "sync_ns" else c) + "_ns": float(group[c].sum()) for c in cols}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

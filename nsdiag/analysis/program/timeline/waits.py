@@ -1,0 +1,413 @@
+"""Why the GPU waits: every idle nanosecond of the region, by what the host was doing meanwhile.
+
+Each idle gap of a device (view.py; time inside communication kernels left out) is read on the
+host thread that launched the work ending it (the thread the GPU waited for), sampled at
+SAMPLES evenly spaced times. At each sample the thread is:
+
+- `launch`: inside a CUDA call that issues work (kernel launches, async copies and memsets,
+  event records, graph launches), or between two CUDA calls less than `min_cpu_stretch_ns`
+  apart: the framework dispatching the next operation. The host issues work slower than the GPU
+  runs it (launch-bound); a replayed CUDA graph removes this.
+- `cpu`: in a stretch of at least `min_cpu_stretch_ns` with no CUDA call at all: the input
+  pipeline, Python, preprocessing (CPU-bound).
+- `alloc`: allocating memory, loading modules or initialising CUDA (the patterns of
+  region/startup.py).
+- `wait`: blocked in a synchronisation while this GPU is idle (it waits on something else: another
+  device, a copy engine, a host callback).
+- `unknown`: the launching thread is not known, or the export has no CUDA API table.
+
+A gap that a blocking synchronisation drained (the sync returned inside it, view.py's
+`sync_count`) is `opened by a sync`: without the sync the host would have prepared that work while
+the GPU was still busy. Whether that helps depends on the host's slack: per iteration, the host's
+own time is the wall time less the time it was blocked in syncs; dropping the syncs makes the
+iteration about max(host time, GPU busy time) long, so the syncs cost wall - max(host, busy);
+but never less than the round trips themselves (each draining sync's own time plus the launch
+latency of the next work, which a host that had queued ahead would have hidden: view.syncs'
+claim_ns; a host-bound loop that synchronises after every tiny op saves about that), and at most
+the idle time of the gaps they opened. That part is the sync's; the rest of the idle time stays
+with the host's activity, so no idle nanosecond is counted twice (the four analyses in
+host_wait.py report disjoint parts).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from nsdiag.analysis.program.timeline.view import TimelineView
+from nsdiag.analysis.region.startup import CALL_KINDS
+from nsdiag.analysis.region.windows import Region
+from nsdiag.model.tables import records
+
+CATEGORIES = ("launch", "cpu", "alloc", "wait", "unknown")
+SAMPLES = 32
+# The shortest host stretch without a CUDA call that is CPU work rather than the framework
+# dispatching the next operation: PyTorch's eager dispatch between two launches took at most
+# ~0.1 ms on the H200 (a BERT request: 166 launches, 0.53 ms at the longest, once, in a kernel's
+# first call), a DataLoader batch or a collation 1.5-230 ms.
+MIN_CPU_STRETCH_NS = 500_000
+COPY_SOON_NS = 200_000
+ALLOC_PATTERN = "|".join(f"(?:{pattern.pattern})" for _, pattern in CALL_KINDS)
+_GRAPH_LAUNCH = ("cudaGraphLaunch", "cuGraphLaunch")
+
+
+@dataclass(frozen=True)
+class WaitAccount:
+    """The region's idle GPU time split by host activity, and the sync's share of it."""
+
+    # One row per idle gap: device, start_ns, end_ns, idle_ns, iteration (-1: none), opened
+    # (a draining sync returned in it), next_range, thread_id, one column per CATEGORIES (ns),
+    # sync_ns (the part the syncs claim, taken out of the category columns in proportion).
+    gaps: pd.DataFrame
+    # One row per iteration (or one for the whole region): start_ns, end_ns, wall_ns, busy_ns,
+    # blocked_ns, host_ns, slack_ns, opened_idle_ns, sync_ns.
+    iterations: pd.DataFrame
+    # The longest stretches with no CUDA call inside idle gaps, with the calls around them:
+    # thread_id, start_ns, end_ns, idle_ns, before (call name), after (call name), after_copy.
+    cpu_stretches: pd.DataFrame
+    graph_launches: int  # cudaGraphLaunch calls in the region
+    kernel_launches: int  # kernel launch calls in the region (eager)
+    has_api: bool  # the export has a CUDA API table to read the host from
+    min_cpu_stretch_ns: float = MIN_CPU_STRETCH_NS
+
+    def total(self, category: str) -> float:
+        return float(self.gaps[category].sum()) if len(self.gaps) else 0.0
+
+    @property
+    def sync_ns(self) -> float:
+        return float(self.gaps["sync_ns"].sum()) if len(self.gaps) else 0.0
+
+    @property
+    def idle_ns(self) -> float:
+        return float(self.gaps["idle_ns"].sum()) if len(self.gaps) else 0.0
+
+
+def account(
+    view: TimelineView,
+    api: pd.DataFrame,
+    region: Region | None,
+    min_cpu_stretch_ns: float = MIN_CPU_STRETCH_NS,
+) -> WaitAccount:
+    """The region's idle time by host activity (the module docstring says how)."""
+    gaps = view.gaps
+    idle = (gaps["length"] - gaps.get("comm_ns", 0.0)).clip(lower=0).to_numpy("float64")
+    frame = pd.DataFrame(
+        {
+            "device": gaps["device"].to_numpy(),
+            "start_ns": gaps["start_ns"].to_numpy("int64"),
+            "end_ns": gaps["end_ns"].to_numpy("int64"),
+            "idle_ns": idle,
+            "opened": gaps["sync_count"].to_numpy() > 0,
+            "next_range": gaps["next_range"].to_numpy(dtype=object),
+            "thread_id": gaps["thread_id"].to_numpy("int64"),
+            "process_id": gaps["process_id"].to_numpy("int64"),
+        },
+        index=gaps.index,
+    )
+    has_api = bool(len(api)) and {"thread_id", "start_ns", "end_ns", "name"} <= set(api.columns)
+    shares, stretches = (
+        _host_shares(frame, api, min_cpu_stretch_ns)
+        if has_api and len(frame)
+        else (_unknown(len(frame)), _no_stretches())
+    )
+    for i, category in enumerate(CATEGORIES):
+        frame[category] = shares[:, i] * idle
+    frame["iteration"] = _iteration_of(frame["start_ns"].to_numpy(), region)
+    iterations = _iterations(frame, view, api if has_api else None, region)
+    iterations["sync_ns"] = _sync_claims(iterations, view, region)
+    _claim_for_syncs(frame, iterations)
+    frame["other"] = frame["alloc"] + frame["wait"] + frame["unknown"]
+    names = api["name"].astype(str) if has_api else pd.Series([], dtype=str)
+    return WaitAccount(
+        gaps=frame,
+        iterations=iterations,
+        cpu_stretches=stretches,
+        graph_launches=int(names.isin(_GRAPH_LAUNCH).sum()),
+        kernel_launches=int(names.str.contains(r"^cu(?:da)?LaunchKernel", regex=True).sum()),
+        has_api=has_api,
+        min_cpu_stretch_ns=min_cpu_stretch_ns,
+    )
+
+
+def _unknown(n: int) -> npt.NDArray[np.float64]:
+    shares = np.zeros((n, len(CATEGORIES)))
+    shares[:, CATEGORIES.index("unknown")] = 1.0
+    return shares
+
+
+def _no_stretches() -> pd.DataFrame:
+    return pd.DataFrame(
+        columns=[
+            "process_id", "thread_id", "start_ns", "end_ns", "idle_ns", "before", "after",
+            "after_copy",
+        ]
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Thread:
+    """One host thread's CUDA calls as disjoint busy intervals, each with its category and the
+    names of its first and last call."""
+
+    starts: npt.NDArray[np.int64]
+    ends: npt.NDArray[np.int64]
+    kind: npt.NDArray[np.int64]  # index into CATEGORIES (launch, alloc or wait)
+    first_name: npt.NDArray[np.object_]
+    last_name: npt.NDArray[np.object_]
+    # a copy starts within COPY_SOON_NS of this interval's start (PyTorch checks the stream's
+    # capture state, allocates, then copies: the copy is a call or two later)
+    copy_soon: npt.NDArray[np.bool_]
+
+
+def _threads(api: pd.DataFrame) -> dict[int, _Thread]:
+    names = api["name"].astype(str).to_numpy(dtype=object)
+    kind = np.full(len(api), CATEGORIES.index("launch"), dtype="int64")
+    kind[pd.Series(names).str.contains(ALLOC_PATTERN, regex=True).to_numpy()] = CATEGORIES.index(
+        "alloc"
+    )
+    if "is_sync" in api:
+        kind[api["is_sync"].astype(bool).to_numpy()] = CATEGORIES.index("wait")
+    out: dict[int, _Thread] = {}
+    tids = api["thread_id"].to_numpy("int64")
+    starts_all, ends_all = api["start_ns"].to_numpy("int64"), api["end_ns"].to_numpy("int64")
+    for tid in np.unique(tids):
+        rows = np.flatnonzero(tids == tid)
+        order = rows[np.lexsort((ends_all[rows], starts_all[rows]))]
+        s, e = starts_all[order], np.maximum(ends_all[order], starts_all[order])
+        reach = np.maximum.accumulate(e)
+        new = np.ones(len(s), dtype=bool)
+        new[1:] = s[1:] > reach[:-1]
+        first = np.flatnonzero(new)
+        last = np.append(first[1:], len(s)) - 1
+        # nested calls (a runtime call and the driver call inside it) share one interval; it
+        # is a sync if any call in it is, else an allocation if any is, else a launch
+        priority = np.array([0, 0, 1, 2, 0])[kind[order]]  # launch < alloc < wait
+        top = np.maximum.reduceat(priority, first)
+        is_copy = np.char.find(names[order].astype(str), "Memcpy") >= 0
+        copy_at = np.where(is_copy, s, np.iinfo("int64").max)
+        # the first copy at or after each interval's start: a suffix minimum over the calls
+        next_copy = np.minimum.accumulate(copy_at[::-1])[::-1][first]
+        out[int(tid)] = _Thread(
+            starts=s[first],
+            ends=np.maximum.reduceat(reach, first),
+            kind=np.array([0, 2, 3])[top],
+            first_name=names[order][first],
+            last_name=names[order][last],
+            copy_soon=(next_copy - s[first]) <= COPY_SOON_NS,
+        )
+    return out
+
+
+def _host_shares(
+    gaps: pd.DataFrame, api: pd.DataFrame, min_cpu_ns: float
+) -> tuple[npt.NDArray[np.float64], pd.DataFrame]:
+    """Per gap, the share of its samples in each category; and the CPU stretches seen."""
+    threads = _threads(api)
+    n = len(gaps)
+    counts = np.zeros((n, len(CATEGORIES)))
+    offsets = (np.arange(SAMPLES) + 0.5) / SAMPLES
+    tids = gaps["thread_id"].to_numpy("int64")
+    starts, ends = gaps["start_ns"].to_numpy("int64"), gaps["end_ns"].to_numpy("int64")
+    idle = gaps["idle_ns"].to_numpy("float64")
+    stretch_rows: list[dict[str, object]] = []
+    for tid in np.unique(tids):
+        rows = np.flatnonzero(tids == tid)
+        thread = threads.get(int(tid))
+        if thread is None or not len(thread.starts):
+            counts[rows, CATEGORIES.index("unknown")] = SAMPLES
+            continue
+        times = starts[rows, None] + offsets[None, :] * (ends[rows] - starts[rows])[:, None]
+        times = times.astype("int64")
+        i = np.searchsorted(thread.starts, times, side="right") - 1
+        inside = (i >= 0) & (times < thread.ends[np.clip(i, 0, None)])
+        # outside a call: the stretch from the previous call's end to the next call's start
+        prev_end = np.where(i >= 0, thread.ends[np.clip(i, 0, None)], np.iinfo("int64").min // 2)
+        nxt = np.clip(i + 1, 0, len(thread.starts) - 1)
+        next_start = np.where(
+            i + 1 < len(thread.starts), thread.starts[nxt], np.iinfo("int64").max // 2
+        )
+        long_stretch = (next_start - prev_end) >= min_cpu_ns
+        category = np.where(
+            inside,
+            thread.kind[np.clip(i, 0, None)],
+            np.where(long_stretch, CATEGORIES.index("cpu"), CATEGORIES.index("launch")),
+        )
+        for c in range(len(CATEGORIES)):
+            counts[rows, c] = (category == c).sum(axis=1)
+        cpu = ~inside & long_stretch & (i >= 0) & (i + 1 < len(thread.starts))
+        for r, k in zip(*np.nonzero(cpu), strict=True):
+            stretch_rows.append(
+                {
+                    "process_id": int(gaps["process_id"].to_numpy()[rows[r]]),
+                    "thread_id": int(tid),
+                    "start_ns": int(prev_end[r, k]),
+                    "end_ns": int(next_start[r, k]),
+                    "idle_ns": float(idle[rows[r]]) / SAMPLES,
+                    "before": str(thread.last_name[i[r, k]]),
+                    "after": str(thread.first_name[nxt[r, k]]),
+                    "after_copy": bool(thread.copy_soon[nxt[r, k]]),
+                }
+            )
+    stretches = _stretches(stretch_rows, api)
+    return counts / SAMPLES, stretches
+
+
+def _stretches(rows: list[dict[str, object]], api: pd.DataFrame) -> pd.DataFrame:
+    """The CPU stretches, one row each (the idle time sampled inside it summed), most idle time
+    first; `after_copy`: a copy follows within COPY_SOON_NS (the host prepared input)."""
+    if not rows:
+        return _no_stretches()
+    keys = ["process_id", "thread_id", "start_ns", "end_ns", "before", "after", "after_copy"]
+    frame = pd.DataFrame(rows).groupby(keys, as_index=False).agg(idle_ns=("idle_ns", "sum"))
+    return frame.sort_values(by="idle_ns", ascending=False).reset_index(drop=True)
+
+
+def _iteration_of(starts: npt.NDArray[np.int64], region: Region | None) -> npt.NDArray[np.int64]:
+    if region is None or not region.iterations:
+        return np.zeros(len(starts), dtype="int64")
+    its = sorted(region.iterations, key=lambda it: it.start_ns)
+    begin = np.array([it.start_ns for it in its], dtype="int64")
+    end = np.array([it.end_ns for it in its], dtype="int64")
+    i = np.searchsorted(begin, starts, side="right") - 1
+    ok = (i >= 0) & (starts < end[np.clip(i, 0, None)])
+    return np.where(ok, i, -1)
+
+
+def _windows(region: Region | None, view: TimelineView) -> list[tuple[int, int]]:
+    if region is not None and region.iterations:
+        return [
+            (it.start_ns, it.end_ns) for it in sorted(region.iterations, key=lambda x: x.start_ns)
+        ]
+    if region is not None and region.windows:
+        start = min(w[0] for w in region.windows)
+        return [(start, max(w[1] for w in region.windows))]
+    if view.spans:
+        return [(min(s for s, _ in view.spans.values()), max(e for _, e in view.spans.values()))]
+    return []
+
+
+def _iterations(
+    gaps: pd.DataFrame, view: TimelineView, api: pd.DataFrame | None, region: Region | None
+) -> pd.DataFrame:
+    """Per iteration: wall, GPU busy (wall less the idle gaps in it, on the busiest device), the
+    host's time blocked in syncs (their union, every thread), its own time and its slack."""
+    windows = _windows(region, view)
+    rows = []
+    syncs = (
+        api[api["is_sync"].astype(bool)]
+        if api is not None and "is_sync" in api
+        else pd.DataFrame(columns=["start_ns", "end_ns"])
+    )
+    s_start = syncs["start_ns"].to_numpy("int64")
+    s_end = syncs["end_ns"].to_numpy("int64")
+    for index, (start, end) in enumerate(windows):
+        wall = float(end - start)
+        mine = (
+            gaps[gaps["iteration"] == index] if region is not None and region.iterations else gaps
+        )
+        idle_by_device = mine.groupby("device")["idle_ns"].sum()
+        idle = float(idle_by_device.min()) if len(idle_by_device) else 0.0
+        busy = max(wall - idle, 0.0)
+        blocked = _union_inside(s_start, s_end, start, end)
+        host = max(wall - blocked, 0.0)
+        opened = float(mine.loc[mine["opened"], "idle_ns"].sum())
+        slack = max(wall - max(host, busy), 0.0)
+        rows.append(
+            {
+                "start_ns": start,
+                "end_ns": end,
+                "wall_ns": wall,
+                "busy_ns": busy,
+                "blocked_ns": blocked,
+                "host_ns": host,
+                "slack_ns": slack,
+                "opened_idle_ns": opened,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _sync_claims(iterations: pd.DataFrame, view: TimelineView, region: Region | None) -> pd.Series:
+    """Per iteration: what dropping the syncs saves, between the round trips and the idle time
+    they opened (the module docstring says why)."""
+    if not len(iterations):
+        return pd.Series(dtype="float64")
+    syncs = view.syncs
+    drains = np.zeros(len(iterations))
+    if len(syncs):
+        ends = syncs["end_ns"].to_numpy("int64")
+        starts = iterations["start_ns"].to_numpy("int64")
+        i = np.searchsorted(starts, ends, side="right") - 1
+        ok = (i >= 0) & (ends < iterations["end_ns"].to_numpy("int64")[np.clip(i, 0, None)])
+        np.add.at(drains, i[ok], syncs["claim_ns"].to_numpy("float64")[ok])
+    cost = np.maximum(iterations["slack_ns"].to_numpy(), drains)
+    return pd.Series(
+        np.minimum(iterations["opened_idle_ns"].to_numpy(), cost), index=iterations.index
+    )
+
+
+def _union_inside(
+    starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64], lo: int, hi: int
+) -> float:
+    keep = (starts < hi) & (ends > lo)
+    if not keep.any():
+        return 0.0
+    s, e = np.maximum(starts[keep], lo), np.minimum(ends[keep], hi)
+    order = np.argsort(s)
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    return float((np.maximum.reduceat(reach, first) - s[first]).sum())
+
+
+def _claim_for_syncs(gaps: pd.DataFrame, iterations: pd.DataFrame) -> None:
+    """Take each iteration's sync claim out of the gaps the syncs opened, in proportion to their
+    idle time and to each category's share of it."""
+    gaps["sync_ns"] = 0.0
+    if not len(iterations) or not len(gaps):
+        return
+    per_iteration = len(iterations) > 1 or (gaps["iteration"] >= 0).all()
+    for index, row in iterations.iterrows():
+        if row["sync_ns"] <= 0:
+            continue
+        mask = gaps["opened"] & ((gaps["iteration"] == index) if per_iteration else True)
+        opened = gaps.loc[mask, "idle_ns"]
+        total = float(opened.sum())
+        if total <= 0:
+            continue
+        fraction = min(row["sync_ns"] / total, 1.0)
+        gaps.loc[mask, "sync_ns"] = opened * fraction
+        for category in CATEGORIES:
+            gaps.loc[mask, category] = gaps.loc[mask, category] * (1 - fraction)
+
+
+def by_category(account: WaitAccount) -> dict[str, float]:
+    """Idle time per category after the sync's claim, and the sync's own (`sync`)."""
+    return {"sync": account.sync_ns, **{c: account.total(c) for c in CATEGORIES}}
+
+
+def stretch_text(
+    stretches: pd.DataFrame, ranges: Sequence[str | None] = (), top: int = 2
+) -> Sequence[str]:
+    """The CPU stretches that cost most idle time, longest first, in words ("4.10 ms between
+    cudaStreamSynchronize and cudaStreamIsCapturing, in NVTX range 'load_batch', then a
+    copy"); `ranges`: the NVTX range the host was in during each stretch (None: none)."""
+    picked = records(stretches.head(top))
+    named = [*ranges, *([None] * len(picked))]
+    rows = sorted(
+        zip(picked, named[: len(picked)], strict=True),
+        key=lambda pair: -(int(pair[0]["end_ns"]) - int(pair[0]["start_ns"])),
+    )
+    out = []
+    for row, name in rows:
+        length = (int(row["end_ns"]) - int(row["start_ns"])) / 1e6
+        where = f", in NVTX range '{name}'" if name else ""
+        then = ", then a copy to the GPU" if row["after_copy"] else ""
+        out.append(f"{length:.2f} ms between {row['before']} and {row['after']}{where}{then}")
+    return out
