@@ -184,6 +184,12 @@ PAIRS: tuple[Pair, ...] = (
         Timed("prof_vit.log", folder=TP), Timed("tl_vit_bf16.log", folder=TP),
         (Timed("plain_vit.log", folder=TP), Timed("plain_vit_bf16.log", folder=TP)),
     ),
+    Pair(
+        "llama_train.py --batch 8 --tokens 2048", "third_party/llama_big_eager.sqlite.gz",
+        ("NSD412",), "attn_implementation=\"sdpa\" (scaled_dot_product_attention)",
+        Timed("tl_llama_big_eager.log", folder=TP), Timed("tl_llama_big_sdpa.log", folder=TP),
+        (Timed("plain_llama_big.log", folder=TP), Timed("plain_llama_big_sdpa.log", folder=TP)),
+    ),
 )  # fmt: skip
 
 # Pairs shown in the table that do not hold in the prediction's conditions, with why; the test

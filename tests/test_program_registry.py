@@ -44,6 +44,9 @@ DATA = Path(__file__).parent / "data"
 # host is unknown: the stats trace, outside any NVTX range), on input the host prepares in an
 # NVTX range, or still launch-bound while it replays CUDA graphs: a synthetic export, built here.
 HOST_LOOP = "synthetic: allocate, prepare input, copy, launch, replay a graph every NVTX step"
+# transformers' eager Llama (no NVTX of its own), its GPU work marked as launched inside an NVTX
+# range 'train_step', so the eager-attention finding has a range to name
+LLAMA_IN_A_RANGE = "third_party/llama_big_eager.sqlite.gz, work inside NVTX 'train_step'"
 # Between them, every program analysis finds something (the rule ids each one fires) and gives
 # each of its values (pipeline: pageable copies next to pinned ones, whose bandwidth it
 # measures; train_loader: a DataLoader in the main process, CPU-bound).
@@ -56,6 +59,7 @@ RECORDINGS: dict[str, tuple[str, ...]] = {
     "multi_gpu/ddp_single_bucket.sqlite.gz": ("NSD421",),
     "programs/infer_cnn": ("NSD410", "NSD411"),
     HOST_LOOP: ("NSD404", "NSD406", "NSD407"),
+    LLAMA_IN_A_RANGE: ("NSD412",),
 }
 LAUNCH_RULE = "NSD406-launch-bound.toml"
 
@@ -259,6 +263,9 @@ def given_values(
 def _load(name: str, tmp_path_factory: pytest.TempPathFactory) -> nsdiag.Session:
     if name == HOST_LOOP:
         return nsys_sqlite.read(host_loop(tmp_path_factory.mktemp("host_loop") / "host.sqlite"))
+    if name == LLAMA_IN_A_RANGE:
+        session = nsdiag.load(DATA / "third_party/llama_big_eager.sqlite.gz")
+        return replace(session, timeline=session.timeline.assign(nvtx_range="train_step"))
     return nsdiag.load(DATA / name)
 
 

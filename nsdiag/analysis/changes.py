@@ -86,7 +86,11 @@ KINDS: Mapping[str, Kind] = {
     "pin-memory": Kind(PER_FINDING, "Pin the host buffers of the copies{where}"),
     "overlap-copies": Kind(PER_FINDING, "Overlap the copies with the kernels{where}"),
     "fewer-syncs": Kind(PER_FINDING, "Remove host synchronisations from the step{where}"),
-    "host-work": Kind(PER_FINDING, "Take host work out of the GPU's idle time{where}"),
+    "host-work": Kind(PER_FINDING, "Move host work off the step's critical path{where}"),
+    "alloc-load": Kind(PER_FINDING, "Allocate and load before the loop{where}"),
+    "fused-attention": Kind(
+        SWITCH, "Use fused attention (scaled_dot_product_attention)", "fused-attention"
+    ),
     "balance-ranks": Kind(PER_FINDING, "Even out the ranks' work per step"),
     "overlap-communication": Kind(PER_FINDING, "Overlap communication with computation"),
 }
@@ -124,13 +128,15 @@ CAUSES: Mapping[str, str] = {
     "pageable-memcpy": "pin-memory",
     "no-copy-compute-overlap": "overlap-copies",
     "sync-heavy": "fewer-syncs",
-    "gpu-idle-gaps": "host-work",
+    "cpu-bound": "host-work",
+    "gpu-idle-gaps": "alloc-load",
+    "eager-attention": "fused-attention",
     "rank-imbalance": "balance-ranks",
     "exposed-communication": "overlap-communication",
 }
 
 # Program causes whose saving is the time of the kernels they name (a chain, the conversions).
-KERNEL_TIME_CAUSES = frozenset({"fusion-candidate", "layout-conversion"})
+KERNEL_TIME_CAUSES = frozenset({"fusion-candidate", "layout-conversion", "eager-attention"})
 # Program causes whose saving is time the GPUs wait: one budget in a distributed run. The
 # idle-time rework's candidate slugs are listed ahead of use (harmless until they fire).
 WAIT_CAUSES = frozenset(

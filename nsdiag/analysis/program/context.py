@@ -7,12 +7,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis
 from nsdiag.analysis.kernel.roofline import MeasuredCeiling
 from nsdiag.analysis.program.launch_sequence import launches
 from nsdiag.analysis.program.ranks import RankAnalysis
+from nsdiag.analysis.program.score_chains import attention_rows
 from nsdiag.analysis.program.timeline.waits import WaitAccount, account
 from nsdiag.analysis.region.windows import Region
 from nsdiag.model.session import Session
@@ -46,6 +49,13 @@ class ProgramContext:
         """The region's launch sequence (analysis/program/launch_sequence.py), built once per
         diagnosis: fusion and layout both read it. Readers must not change it."""
         return launches(self)
+
+    @cached_property
+    def attention(self) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
+        """Per launch of `launches`: inside an eager-attention score chain, and the chain's
+        number (-1: none) (score_chains.py), built once: eager_attention reports the chains,
+        fusion leaves their kernels alone."""
+        return attention_rows(self.launches)
 
     @cached_property
     def waits(self) -> WaitAccount:

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from nsdiag.analysis.diagnosis import Finding, Skipped
+from nsdiag.analysis.program.attention import EAGER_ATTENTION
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.fusion import FUSION_CANDIDATES
 from nsdiag.analysis.program.layout import LAYOUT_CONVERSIONS
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # the rule loader imports this registry
 PROGRAM_ANALYSES: dict[str, ProgramAnalysis] = {
     a.name: a
     for a in (
+        EAGER_ATTENTION,
         FUSION_CANDIDATES,
         LAYOUT_CONVERSIONS,
         PAGEABLE_MEMCPY,

@@ -59,6 +59,7 @@ PROGRAM_CAUSES = frozenset(
         "launch-overhead",
         "launch-bound",
         "cpu-bound",
+        "eager-attention",
     }
 )
 
