@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from nsdiag.analysis.engine import diagnose
 from nsdiag.collect import argv as cmd
-from nsdiag.collect import runner, session_dir, tools
+from nsdiag.collect import breakdown, runner, session_dir, tools
 from nsdiag.collect.options import NullProgress, ProfileOptions
 from nsdiag.collect.profile import profile
 from nsdiag.collect.program import child_env, resolve_program
@@ -113,9 +113,16 @@ def stage_targeted(args: argparse.Namespace) -> int:
             "profiled": result.profiled,
             "missing": list(result.missing),
             "session": str(result.session_dir),
+            "breakdown": _breakdown(result.session_dir),
         },
     )
     return 0
+
+
+def _breakdown(session_path: Path) -> dict[str, Any]:
+    """Where the run's time went (status.json's breakdown, collect/breakdown.py)."""
+    status = json.loads((session_path / "status.json").read_text())
+    return breakdown.of_status(status)
 
 
 def stage_full(args: argparse.Namespace) -> int:
@@ -257,6 +264,10 @@ def stage_summary(args: argparse.Namespace) -> int:
     )
     print(f"plain run                       {t_plain:8.1f} s")
     print(f"nsdiag profile (targeted)       {t_targeted:8.1f} s   steps: {targeted['steps_s']}")
+    if isinstance(targeted.get("breakdown"), dict):  # recordings before it have none
+        from nsdiag.cli.breakdown import lines
+
+        print("\n".join(lines({}, targeted["breakdown"])))
     print(
         f"ncu --set full, every launch    {t_full:8.1f} s   "
         f"({full_launches} launches in {len(slices)} slice(s), "

@@ -1,13 +1,16 @@
-"""Benchmark: read and diagnose a synthetic nsys SQLite export with one million kernel launches.
+"""Benchmark: read and diagnose synthetic nsys SQLite exports of 125k to 1M kernel launches.
 
-    python benchmarks/bench_timeline.py [--kernels N] [--keep PATH] [--json PATH]
+    python benchmarks/bench_timeline.py [--sizes N,N,...] [--kernels N] [--keep PATH] [--json PATH]
 
 The generated export has the subset of the nsys schema nsdiag reads: StringIds, kernels (tiny
 kernels in launch-bound bursts and longer ones, on two streams), a runtime call per launch
 plus syncs, pageable and pinned copies, nested NVTX push/pop ranges and TARGET_INFO_GPU.
-Prints the time to read it into a Session and to run the diagnosis, and both as a ratio of a
-baseline measured in the same run: pandas.read_sql of the whole kernel table (what any tool
-must at least pay to get the rows into Python).
+For each size (default 125k, 250k, 500k and 1M launches) prints the time to read it into a
+Session and to run the diagnosis, and both as a ratio of a baseline measured on the same export
+in the same run: pandas.read_sql of the whole kernel table (what any tool must at least pay to
+get the rows into Python). Then the scaling exponent of each against launches: the slope of a
+least-squares line through log(time) against log(launches) (1.0 is linear). `--kernels N`
+measures one size only (no fit).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -180,23 +184,23 @@ def timed(fn, *args):
     return result, time.perf_counter() - t0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernels", type=int, default=1_000_000)
-    parser.add_argument("--keep", type=Path, help="write the generated export here and keep it")
-    parser.add_argument("--json", type=Path, help="also write the figures as JSON")
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        path = args.keep or Path(tmp) / "synthetic.sqlite"
-        path.unlink(missing_ok=True)
-        _, t_gen = timed(generate, path, args.kernels)
-        con = sqlite3.connect(path)
-        _baseline, t_base = timed(pd.read_sql, "SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL", con)
-        con.close()
-        session, t_read = timed(nsys_sqlite.read, path)
-        diagnosis, t_diag = timed(diagnose, session)
-    figures = {
-        "kernels": args.kernels,
+def loglog_slope(sizes: list[int], seconds: list[float]) -> float:
+    """The least-squares slope of log(seconds) against log(sizes): time ~ size**slope."""
+    return float(np.polyfit(np.log(sizes), np.log(seconds), 1)[0])
+
+
+def measure(path: Path, n_kernels: int) -> dict[str, Any]:
+    """Generate an export of `n_kernels` launches at `path`; time the baseline, read, diagnose."""
+    path.unlink(missing_ok=True)
+    _, t_gen = timed(generate, path, n_kernels)
+    con = sqlite3.connect(path)
+    _baseline, t_base = timed(pd.read_sql, "SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL", con)
+    con.close()
+    del _baseline
+    session, t_read = timed(nsys_sqlite.read, path)
+    diagnosis, t_diag = timed(diagnose, session)
+    return {
+        "kernels": n_kernels,
         "timeline_rows": len(session.timeline),
         "api_calls": len(session.api_calls),
         "nvtx_ranges": len(session.nvtx_ranges),
@@ -209,20 +213,73 @@ def main(argv: list[str] | None = None) -> int:
         "total_ratio": (t_read + t_diag) / t_base,
         "findings": [(f.rule, f.range, round(f.impact, 4)) for f in diagnosis.program_findings],
     }
+
+
+def _print_size(f: dict[str, Any]) -> None:
     print(
-        f"synthetic export: {args.kernels:,} kernels, {len(session.timeline):,} GPU activities, "
-        f"{len(session.api_calls):,} API calls, {len(session.nvtx_ranges):,} NVTX ranges "
-        f"(generated in {t_gen:.1f} s)"
+        f"synthetic export: {f['kernels']:,} kernels, {f['timeline_rows']:,} GPU activities, "
+        f"{f['api_calls']:,} API calls, {f['nvtx_ranges']:,} NVTX ranges "
+        f"(generated in {f['generate_s']:.1f} s)"
     )
-    print(f"baseline  pandas.read_sql(kernel table): {t_base:6.2f} s")
+    t_base = f["baseline_read_sql_s"]
+    print(f"  baseline  pandas.read_sql(kernel table): {t_base:6.2f} s")
     for label, seconds in (
-        ("read      nsys_sqlite.read:             ", t_read),
-        ("diagnose  timeline analyses:            ", t_diag),
-        ("total     read + diagnose:              ", t_read + t_diag),
+        ("read      nsys_sqlite.read:             ", f["read_s"]),
+        ("diagnose  timeline analyses:            ", f["diagnose_s"]),
+        ("total     read + diagnose:              ", f["total_s"]),
     ):
-        print(f"{label} {seconds:6.2f} s  ({seconds / t_base:.2f}x baseline)")
-    for rule, name, impact in figures["findings"]:
+        print(f"  {label} {seconds:6.2f} s  ({seconds / t_base:.2f}x baseline)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sizes",
+        default="125000,250000,500000,1000000",
+        help="comma-separated launch counts to measure and fit (default: %(default)s)",
+    )
+    parser.add_argument("--kernels", type=int, help="measure this one size only (no fit)")
+    parser.add_argument("--keep", type=Path, help="write the largest export here and keep it")
+    parser.add_argument("--json", type=Path, help="also write the figures as JSON")
+    args = parser.parse_args(argv)
+    sizes = [args.kernels] if args.kernels else sorted(int(n) for n in args.sizes.split(","))
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, n_kernels in enumerate(sizes):
+            last = i == len(sizes) - 1
+            path = args.keep if args.keep and last else Path(tmp) / f"synthetic-{n_kernels}.sqlite"
+            runs.append(measure(path, n_kernels))
+            _print_size(runs[-1])
+            if not (args.keep and last):
+                path.unlink(missing_ok=True)
+    for rule, name, impact in runs[-1]["findings"]:
         print(f"  finding {rule} range={name} impact={impact}")
+    figures: dict[str, Any] = {**runs[-1], "sizes": runs}
+    if len(sizes) >= 2:
+        print(
+            f"{'launches':>10s} {'read_sql s':>10s} {'read s':>8s} {'diagnose s':>10s} "
+            f"{'total s':>8s} {'x read_sql':>10s}"
+        )
+        for f in runs:
+            print(
+                f"{f['kernels']:>10,} {f['baseline_read_sql_s']:>10.2f} {f['read_s']:>8.2f} "
+                f"{f['diagnose_s']:>10.2f} {f['total_s']:>8.2f} {f['total_ratio']:>10.2f}"
+            )
+        fit = {
+            key: loglog_slope(sizes, [f[f"{key}_s"] for f in runs])
+            for key in ("baseline_read_sql", "read", "diagnose", "total")
+        }
+        figures["exponents"] = fit
+        print(
+            "scaling exponent (log-log least-squares slope of time against launches): "
+            f"read + diagnose {fit['total']:.2f} (read {fit['read']:.2f}, diagnose "
+            f"{fit['diagnose']:.2f}); pandas.read_sql {fit['baseline_read_sql']:.2f}"
+        )
+        print(
+            f"ratio to pandas.read_sql: {min(f['total_ratio'] for f in runs):.2f}-"
+            f"{max(f['total_ratio'] for f in runs):.2f}x, {runs[-1]['total_ratio']:.2f}x at "
+            f"{runs[-1]['kernels']:,} launches"
+        )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
     return 0

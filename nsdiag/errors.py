@@ -37,3 +37,24 @@ class RuleError(NsdiagError):
 
 class OutputError(NsdiagError):
     """An output (report, session folder, standard output) cannot be written safely."""
+
+
+class SignalInterrupt(KeyboardInterrupt):
+    """SIGINT or SIGTERM, turned by the CLI's handler into the KeyboardInterrupt path that keeps
+    the partial session; `signame` says which signal it was."""
+
+    def __init__(self, signame: str) -> None:
+        super().__init__(signame)
+        self.signame = signame
+
+
+def interrupting_signal(exc: BaseException | None) -> str:
+    """The signal behind an interrupt (its cause chain searched); a bare KeyboardInterrupt is
+    Python's own SIGINT handling."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, SignalInterrupt):
+            return exc.signame
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return "SIGINT"

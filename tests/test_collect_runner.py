@@ -36,7 +36,7 @@ def test_runner_tees_output_and_parses_progress(fakes: dict[str, Path], tmp_path
         on_output=lines.append,
         on_progress=lambda n, k: progress.append((n, k)),
     )
-    assert result.ok and result.profiled == 3
+    assert result.ok and result.profiled == 3 and result.passes == (38, 38, 38)
     assert progress == [(1, "kernel_0"), (2, "kernel_1"), (3, "kernel_2")]
     assert "step 1 loss 2.5" in lines and not any("Profiling" in ln for ln in lines)
     log = result.log.read_text()

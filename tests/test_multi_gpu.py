@@ -211,7 +211,7 @@ def test_reports_show_the_ranks(diagnoses: dict[str, object]) -> None:
     assert [r["late"] for r in data["ranks"]["ranks"]] == [False, True]
     html = render_html(diagnosis, nsdiag.load(STRAGGLER))  # type: ignore[arg-type]
     assert 'id="ranks"' in html and 'class="straggler"' in html
-    assert "rank 1 \\u00b7 stream 7 \\u00b7 kernels" in html  # a lane per rank and stream
+    assert "rank 1 · stream 7 · kernels" in html  # a lane per rank and stream (chart JSON: UTF-8)
 
 
 def test_session_folder_keeps_the_ranks(tmp_path: Path) -> None:

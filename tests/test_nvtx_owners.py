@@ -104,3 +104,29 @@ def test_a_library_range_asked_for_by_name_is_still_a_region() -> None:
     rows = [("ncclAllReduce", "NCCL", s, e) for s, e in spans]
     region = choose_region(timeline, NO_API, _ranges(rows), "nvtx:ncclAllReduce")
     assert region.method == "user" and len(region.iterations) >= 5
+
+
+def test_a_ddp_recording_renamed_per_step_still_names_the_straggler() -> None:
+    """The straggler run recorded on two H200s (multi_gpu/verify3), its `train_step` ranges
+    renamed `step_0`, `step_1`, ... per rank as some trainers emit them, beside NCCL's and CUB's
+    own ranges: the region is still the steady steps, and rank 1 (which sleeps in `load_batch`)
+    is still named late."""
+    from dataclasses import replace
+
+    import nsdiag
+    from nsdiag.analysis.engine import diagnose
+    from tests.conftest import DATA
+
+    session = nsdiag.load(DATA / "multi_gpu/verify3/ddp_straggler")
+    nvtx = session.nvtx_ranges.copy()
+    steps = nvtx["name"] == "train_step"
+    order = nvtx[steps].groupby("rank")["start_ns"].rank(method="first").astype(int) - 1
+    nvtx.loc[steps, "name"] = [f"step_{i}" for i in order]
+    assert {"ncclAllReduce", "cub::DeviceRadixSort"} <= set(nvtx["name"])
+    d = diagnose(replace(session, nvtx_ranges=nvtx))
+    assert d.region is not None and d.region.method == "nvtx-iterations"
+    assert "NVTX range 'step'" in d.region.description, d.region.description
+    assert len(d.region.iterations) >= 8 and d.region.warmup
+    assert d.ranks is not None and d.ranks.late_rank == 1
+    (late,) = [f for f in d.program_findings if f.rule == "NSD420"]
+    assert late.message.startswith("Rank 1 ") and "load_batch" in late.message

@@ -7,6 +7,8 @@ analysis then runs with), and on the recordings each analysis gives every value 
 from __future__ import annotations
 
 import math
+import re
+import subprocess
 import sys
 import tomllib
 from collections.abc import Iterator
@@ -124,6 +126,46 @@ def test_each_record_is_declared_next_to_its_function() -> None:
         module = sys.modules[analysis.function.__module__]
         declared = [v for v in vars(module).values() if isinstance(v, ProgramAnalysis)]
         assert analysis in declared, f"{name}: declare the record in {module.__name__}"
+
+
+def test_each_record_is_declared_once_and_names_its_function() -> None:
+    """The records are in analyses.py alone (no other module builds one); each names a function
+    of the module it says, and that module imports the record (its params_of and text)."""
+    from nsdiag.analysis.program import analyses
+
+    package = Path(nsdiag.__file__).parent
+    builders = [
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if re.search(r"^\w+ = ProgramAnalysis\(", path.read_text(), re.M)
+    ]
+    assert builders == ["analysis/program/analyses.py"]
+    for name, analysis in PROGRAM_ANALYSES.items():
+        assert any(v is analysis for v in vars(analyses).values()), name
+        module, _, function = analysis.function_ref.partition(":")
+        assert (analysis.function.__module__, analysis.function.__name__) == (module, function)
+        assert analysis.held_back_ref is None or analysis.held_back_ref.startswith(module + ":")
+
+
+@pytest.mark.parametrize("args", [["rules", "list"], ["rules", "show", "NSD404"]])
+def test_the_rules_commands_import_no_pandas_or_numpy(args: list[str]) -> None:
+    """`nsdiag rules` loads every rule (checking each program rule against its record) and
+    prints them without importing an analysis module, pandas or numpy."""
+    code = (
+        "import sys\n"
+        "from nsdiag.cli import main\n"
+        f"main({args!r}, standalone_mode=False)\n"
+        "print(sorted(m for m in ('pandas', 'numpy') if m in sys.modules))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[1],
+    )
+    assert run.stdout.splitlines()[-1] == "[]", run.stdout[-500:]
+    assert "NSD404" in run.stdout
 
 
 def _one_line(text: str) -> bool:

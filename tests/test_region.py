@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from nsdiag.analysis.region.choose import choose_region
+from nsdiag.analysis.region.startup import summarise
 from nsdiag.analysis.region.steady import split_warmup
 from nsdiag.analysis.region.windows import Iteration
 from nsdiag.errors import InputError
@@ -92,10 +93,38 @@ def test_the_profiler_range_wins_over_loops() -> None:
     assert region.windows == ((start, stop),)
 
 
-def test_nothing_repeating_is_the_whole_timeline() -> None:
-    timeline = pd.DataFrame([_kernel(f"k{i}", i * MS) for i in range(12)])
+def test_nothing_repeating_is_the_timeline_after_start_up() -> None:
+    """No loop: the region starts at the first kernel launch; the host's second of imports and
+    CUDA initialisation before it is start-up (summarised, never ranked)."""
+    timeline = pd.DataFrame([_kernel(f"k{i}", 1_000 * MS + i * MS) for i in range(12)])
+    api = pd.DataFrame(
+        [
+            {"name": "cuInit", "start_ns": 0, "end_ns": 300 * MS},
+            {"name": "cuLibraryLoadData", "start_ns": 400 * MS, "end_ns": 600 * MS},
+        ]
+    )
+    region = choose_region(timeline, api, NO_NVTX)
+    assert region.method == "whole" and not region.is_whole
+    assert region.start_ns == 1_000 * MS and "start-up" in region.description
+    startup = summarise(region, api)
+    assert startup is not None and startup.time_ns == pytest.approx(1_000 * MS)
+    assert "module loading" in startup.line()
+    # a trace that starts with its first launch is the whole timeline
+    bare = pd.DataFrame([_kernel(f"k{i}", i * MS) for i in range(12)])
+    assert choose_region(bare, NO_API, NO_NVTX).is_whole
+
+
+@pytest.mark.parametrize(("warmup", "steady"), [([30.0], 2), ([], 3), ([25.0], 3), ([], 4)])
+def test_a_short_run_of_three_or_four_steps_is_iterations(warmup: list[float], steady: int) -> None:
+    """A script that runs its step three or four times: every repetition is an iteration (the
+    last one too, ended by its GPU work), the first one warm-up when it is slower."""
+    timeline, spans = _program(warmup_ms=warmup, steady=steady)
     region = choose_region(timeline, NO_API, NO_NVTX)
-    assert region.method == "whole" and region.is_whole
+    assert region.method == "kernel-sequence", region.description
+    assert len(region.warmup) == len(warmup)
+    assert len(region.iterations) == steady
+    assert region.start_ns == spans[len(warmup)][0]
+    assert region.iteration_median_ns == pytest.approx(10 * MS, rel=0.01)
 
 
 def test_irregular_repeats_are_not_a_steady_state() -> None:

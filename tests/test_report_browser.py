@@ -161,6 +161,28 @@ def test_report_opens_cleanly_and_charts_draw(
         assert page.page.locator("#chart-timeline g.trace.bars").count() >= 2
 
 
+def test_each_later_mention_gets_the_full_name(open_page: Any, reports: dict[str, Path]) -> None:
+    """A full name or long text is in the page once (data-n); report.js copies it onto every
+    later mention: a title (data-r) or the text itself (data-rt)."""
+    page = open_page(reports["calib"])
+    missing = page.page.evaluate(
+        """() => {
+        const once = {};
+        document.querySelectorAll("[data-n]").forEach(e => {
+            once[e.dataset.n] = e.getAttribute("title") || e.textContent; });
+        const bad = [];
+        document.querySelectorAll("[data-r]").forEach(e => {
+            if (!e.title || e.title !== once[e.dataset.r]) bad.push(e.outerHTML); });
+        document.querySelectorAll("[data-rt]").forEach(e => {
+            if (!e.textContent || e.textContent !== once[e.dataset.rt]) bad.push(e.outerHTML); });
+        return [bad, document.querySelectorAll("[data-r], [data-rt]").length];
+        }"""
+    )
+    bad, mentions = missing
+    assert mentions > 0 and bad == []
+    assert page.errors == []
+
+
 def test_clicking_a_header_sorts_the_table(open_page: Any, reports: dict[str, Path]) -> None:
     page = open_page(reports["calib"])
     header = page.page.locator("#kernel-table thead th", has_text="launches")

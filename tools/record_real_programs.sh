@@ -27,6 +27,9 @@
 #                                     attention
 #   tools/record_real_programs.sh I   the Llama at batch 8 of 2048 tokens (GPU-bound under nsys),
 #                                     eager and SDPA attention
+#   tools/record_real_programs.sh J   regions (issue 23): the Llama in per-step NVTX ranges
+#                                     'step_<i>' run four times; under emit_nvtx (an NVTX range per
+#                                     autograd op); the ViT run four times with no NVTX
 # Steps run in order within a time budget; each step's files are packed into $OUT as it ends, so
 # a call cut short still returns what was done.
 set -u
@@ -234,6 +237,11 @@ case $PART in
     step plain_llama_big_sdpa 40 120 python3 $P/llama_train.py --batch 8 --tokens 2048 --iters 6 --attn sdpa
     step tl_llama_big_eager 50 150 timeline llama_big_eager $P/llama_train.py --batch 8 --tokens 2048 --iters 6
     step tl_llama_big_sdpa 50 150 timeline llama_big_sdpa $P/llama_train.py --batch 8 --tokens 2048 --iters 6 --attn sdpa
+    ;;
+  J)  # the region a user means
+    step tl_llama_steps4 40 120 timeline llama_steps4 $P/llama_train.py --warmup 0 --iters 4 --step-ranges
+    step tl_llama_emit_nvtx 40 150 timeline llama_emit_nvtx $P/llama_train.py --iters 6 --emit-nvtx
+    step tl_vit_four 40 120 timeline vit_four $P/vit_train.py --warmup 1 --iters 3
     ;;
 esac
 ls -la "$OUT"; echo "total $(( $(date +%s) - T0 ))s"

@@ -27,4 +27,14 @@ step "no kernel launched"; timeout 120 python3 -m nsdiag profile -o /tmp/nok -- 
 step "Ctrl-C half-way"; timeout -s INT 25 python3 -m nsdiag profile -o /tmp/int benchmarks/workloads/tiny_transformer.py; echo "rc=$?"
 # process names, not command lines: this script's own command line names ncu and nsys
 sleep 2; pgrep -a -x 'ncu|nsys|python3|python3\.[0-9]+' || echo "no profiler or program left running"; head -c 600 /tmp/int/status.json
-cd /tmp && tar czf "$OUT/ref-session.tgz" ref nok/status.json int/status.json 2>/dev/null; ls -la "$OUT"
+# a time limit's SIGTERM in phase 2 (after ~25 s) and in phase 1 (after 5 s): the folder explains itself
+for t in 25 5; do
+  step "SIGTERM after $t s"; timeout -s TERM $t python3 -m nsdiag profile -v -o /tmp/term$t \
+    benchmarks/workloads/tiny_transformer.py; echo "rc=$?"
+  sleep 2; pgrep -a -x 'ncu|nsys|python3|python3\.[0-9]+' || echo "no profiler or program left running"
+  python3 -c "import json; s=json.load(open('/tmp/term$t/status.json')); print(s['interrupted'], s['missing'], s['breakdown'])"
+  python3 -m nsdiag explain /tmp/term$t | head -5; echo "explain rc=${PIPESTATUS[0]}"
+done
+step "--budget 30 -v"; timeout 300 python3 -m nsdiag profile -v --budget 30 -o /tmp/budget \
+  benchmarks/workloads/tiny_transformer.py | tail -15; echo "rc=${PIPESTATUS[0]}"
+cd /tmp && tar czf "$OUT/ref-session.tgz" ref nok/status.json int/status.json term25/status.json term5/status.json budget/status.json 2>/dev/null; ls -la "$OUT"

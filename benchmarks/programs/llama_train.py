@@ -5,6 +5,8 @@ tokens, the loss read every step. No NVTX ranges of its own.
     python benchmarks/programs/llama_train.py               # as written: attention computed
                                                             # eagerly (attn_implementation="eager")
     python benchmarks/programs/llama_train.py --attn sdpa       # fix: scaled_dot_product_attention
+    python benchmarks/programs/llama_train.py --step-ranges     # each step in NVTX 'step_<i>'
+    python benchmarks/programs/llama_train.py --emit-nvtx       # PyTorch's op ranges (emit_nvtx)
 
 Eager attention materialises the 1024x1024 scores per head: a batched GEMM, the mask added, a
 softmax in fp32, the cast back and a second batched GEMM, all again in the backward pass.
@@ -13,9 +15,10 @@ softmax in fp32, the cast back and a second batched GEMM, all again in the backw
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 import torch
-from _common import IterationTimer, add_common_args, report
+from _common import IterationTimer, add_common_args, nvtx, report
 
 
 def main() -> None:
@@ -25,6 +28,10 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=1024)
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--attn", choices=("eager", "sdpa"), default="eager")
+    parser.add_argument("--step-ranges", action="store_true", help="NVTX 'step_<i>' per step")
+    parser.add_argument(
+        "--emit-nvtx", action="store_true", help="an NVTX range per autograd op (emit_nvtx)"
+    )
     args = parser.parse_args()
     from transformers import AutoModelForCausalLM, LlamaConfig
 
@@ -45,15 +52,22 @@ def main() -> None:
     ids = torch.randint(0, config.vocab_size, (args.batch, args.tokens), device=device)
     autocast = torch.autocast(device.type, dtype=torch.bfloat16)
     timer = IterationTimer(device)
+    ops = (
+        torch.autograd.profiler.emit_nvtx()
+        if args.emit_nvtx and device.type == "cuda"
+        else contextlib.nullcontext()
+    )
     timer.start()
-    for _ in range(args.warmup + args.iters):
-        with autocast:
-            loss = model(input_ids=ids, labels=ids).loss
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        loss.item()
-        timer.lap()
+    with ops:
+        for i in range(args.warmup + args.iters):
+            with nvtx(f"step_{i}", device) if args.step_ranges else contextlib.nullcontext():
+                with autocast:
+                    loss = model(input_ids=ids, labels=ids).loss
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+                loss.item()
+            timer.lap()
     report("llama_train", args.attn, timer, args.warmup, batch=args.batch, tokens=args.tokens)
 
 

@@ -103,6 +103,16 @@ if TYPE_CHECKING:
     help="a distributed run (torchrun, mpirun, srun under nsdiag): the rank whose kernels phase "
     "2 profiles with ncu (phase 1 records every rank)",
 )
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    help="phase 2 (ncu runs and exports) estimated at most this long: the signatures with the "
+    "least GPU time are left out until it fits, and the session says which",
+)
+@click.option(
+    "-v", "--verbose", is_flag=True, help="print where the time went (status.json's breakdown)"
+)
 @rules_option
 @click.option("--dry-run", is_flag=True, help="print the commands that would run, and exit")
 @one_line_errors
@@ -120,6 +130,8 @@ def profile(
     region: str,
     sections: str,
     rank: int,
+    budget: float | None,
+    verbose: bool,
     rule_dirs: tuple[Path, ...],
     dry_run: bool,
 ) -> None:
@@ -131,6 +143,7 @@ def profile(
     duration group of a signature that did different work under one grid (ncu, the metrics the
     rules read).
     """
+    from nsdiag.cli.signals import interrupts_as_keyboard
     from nsdiag.collect.dry_run import dry_run as plan_commands
     from nsdiag.collect.options import ProfileOptions
     from nsdiag.collect.profile import profile as run_profile
@@ -142,6 +155,8 @@ def profile(
         )
     if kernel:
         _check_regex(kernel)
+    if budget is not None and full:
+        raise click.UsageError("--budget leaves out kernel signatures; --full profiles them all")
     rules = active_rules(rule_dirs).rules  # a bad rule fails now, not after the profiling
     options = ProfileOptions(
         output=output,
@@ -156,6 +171,7 @@ def profile(
         profile_from_start=None if profile_from_start == "auto" else profile_from_start == "on",
         region=region,
         rank=rank,
+        budget_s=budget,
     )
     if dry_run:
         steps, notes = plan_commands(program, options)
@@ -165,9 +181,26 @@ def profile(
             click.echo(f"# {note}")
         return
     console = Console(highlight=False)
-    with RichProgress(console) as progress:
+    # SIGTERM (a time limit) takes Ctrl-C's path: children stopped, partial session saved
+    with interrupts_as_keyboard(), RichProgress(console) as progress:
         result = run_profile(program, options, progress, nsdiag_argv=sys.argv)
     _summary(console, result, region, rules)
+    if verbose:
+        _breakdown(console, result.session_dir)
+
+
+def _breakdown(console: Console, session_dir: Path) -> None:
+    import json
+
+    from nsdiag.cli.breakdown import lines
+    from nsdiag.collect.breakdown import of_status
+
+    try:
+        status = json.loads((session_dir / "status.json").read_text())
+    except (OSError, ValueError):
+        return
+    for line in lines(status, of_status(status)):
+        console.print(escape(line), soft_wrap=True, highlight=False)
 
 
 def _check_regex(pattern: str) -> None:

@@ -10,10 +10,14 @@
     selection.py    which signatures to profile (coverage)
     rounds.py       the ncu runs that reach them (ncu's filter replayed, the cost model)
     plan.py         the plan: signatures, rounds, notes, its JSON; nvtx_filter.py cuts to a range
+    cost.py         passes and seconds per pass measured on the H200; phase 2's estimate
+    budget.py       --budget: the plan's most valuable signatures that fit
     phase2.py       the targeted ncu runs (metric_set.py: the rules' metrics this GPU offers)
     exports.py      the reports' CSV pages
     finish.py       one Session, weighted by the timeline (weights.py), saved with its status
     profile.py      the steps in order, failures kept as a partial session (session_dir.py)
+    interruption.py what SIGINT or SIGTERM in any phase leaves recorded
+    breakdown.py    where the time went (status.json's `breakdown`)
     dry_run.py      the commands a run would start
 Also: doctor.py (can this machine profile?) and nsys_export.py (a .nsys-rep to SQLite, for
 nsdiag.load).

@@ -35,6 +35,12 @@ def dry_run(args: Sequence[str], options: ProfileOptions) -> tuple[list[Step], l
             f"analysed region's GPU time (at most {options.max_kernels}), chosen from phase 1, "
             "each at a launch inside the region (--launch-skip steps over its warm-up launches)"
         )
+    if options.budget_s is not None:
+        notes.append(
+            f"--budget {options.budget_s:g} s: phase 2 keeps the signatures with the most GPU time "
+            "whose estimate (ncu runs x program time + launches x passes x seconds per pass + "
+            "exports) fits, and records the others in status.json"
+        )
     if options.profile_from_start is None:
         notes.append(
             "phase 2 adds --profile-from-start off when phase 1 sees the program call "

@@ -34,8 +34,15 @@ def export_reports(state: RunState, reports: Sequence[Path]) -> None:
     ]
     if not jobs:
         return
-    with ThreadPoolExecutor(max_workers=min(len(jobs), 4)) as pool:
+    pool = ThreadPoolExecutor(max_workers=min(len(jobs), 4))
+    try:
         results = list(pool.map(lambda job: state.run_export(_step(job[3]), job[2], job[3]), jobs))
+    except KeyboardInterrupt:
+        # an interrupt starts no further export; the running ones end within seconds
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
     written: dict[Path, dict[str, Path | None]] = {}
     # steps recorded in job order
     for (report, page, _, out), result in zip(jobs, results, strict=True):

@@ -16,7 +16,17 @@ from nsdiag.model.session import Session
 def finish(state: RunState, export: bool = True) -> Session | None:
     if export:
         exported = {raw.name for raw, _ in state.exported}
-        export_reports(state, [r for r in state.reports if csv_for(r, "raw").name not in exported])
+        with state.timed("export"):
+            export_reports(
+                state, [r for r in state.reports if csv_for(r, "raw").name not in exported]
+            )
+    with state.timed("tables"):
+        session = _tables(state)
+    state.status.save(state.sd)  # after the phase ended: with its seconds
+    return session
+
+
+def _tables(state: RunState) -> Session | None:
     meta = {
         "command": tuple(state.program),
         "profiled_at": datetime.now().isoformat(timespec="seconds"),
@@ -29,7 +39,6 @@ def finish(state: RunState, export: bool = True) -> Session | None:
         session_dir.save_tables(state.sd, session)
     else:
         state.status.lacks("tables (nothing was recorded)")
-    state.status.save(state.sd)
     return session
 
 

@@ -27,6 +27,7 @@ class ProfileOptions:
     timeout_s: float | None = None  # per command
     sections: str = "rules"  # phase 2: "rules" (their metrics by name), "sections" or "full"
     rank: int = 0  # a distributed run: the rank whose kernels phase 2 profiles
+    budget_s: float | None = None  # phase 2's estimate at most this: least GPU time left out
 
 
 class Progress(Protocol):

@@ -12,9 +12,9 @@ from nsdiag.analysis.region.profiler import profiler_windows
 from nsdiag.analysis.region.windows import Region, launch_times, within
 from nsdiag.collect import argv as cmd
 from nsdiag.collect import runner
+from nsdiag.collect.cost import SECONDS_PER_LAUNCH
 from nsdiag.collect.exports import csv_for
 from nsdiag.collect.nvtx_filter import in_nvtx_range
-from nsdiag.collect.rounds import SECONDS_PER_LAUNCH
 from nsdiag.collect.run_state import RunState
 from nsdiag.errors import InputError, NsdiagError, ProfilerError
 from nsdiag.model.launches import kernel_launches
@@ -157,6 +157,7 @@ def _ncu_durations(state: RunState) -> tuple[pd.DataFrame, float]:
             nvtx=state.options.nvtx,
         ),
         progress=True,
+        collection="duration",
     )
     error = runner.failure(result, "the duration pass (ncu)", state.sd.root)
     if error:

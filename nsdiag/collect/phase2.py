@@ -1,17 +1,20 @@
 """Phase 2: ncu on the launches that matter, one targeted run per plan round (or `--set full` on
-every launch with --full), falling back to ncu's sections when the metric list is refused."""
+every launch with --full), falling back to ncu's sections when the metric list is refused. Its
+estimate (cost.py) is told before it starts, cut to --budget (budget.py), and revised after
+each run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
 from nsdiag.collect import argv as cmd
-from nsdiag.collect import metric_set, runner, tools
-from nsdiag.collect.plan import Plan, plan_launches
+from nsdiag.collect import budget, cost, metric_set, runner, tools
+from nsdiag.collect.cost import SECONDS_PER_LAUNCH
+from nsdiag.collect.plan import ArgvFor, Plan, plan_launches
 from nsdiag.collect.plan import describe as describe_plan
-from nsdiag.collect.rounds import SECONDS_PER_LAUNCH, PlanSettings, Round
+from nsdiag.collect.rounds import PlanSettings, Round
 from nsdiag.collect.run_state import RunState
 from nsdiag.errors import InputError
 
@@ -35,9 +38,25 @@ def collection(state: RunState) -> tuple[str, list[str]]:
 
 def targeted(state: RunState, launches: pd.DataFrame, program_s: float) -> None:
     """Plan the runs from phase 1's launches, then run each round."""
-    sections, metrics = collection(state)
+    with state.timed("plan"):
+        sections, metrics = collection(state)
+        plan = _plan(state, launches, program_s, sections, _argv_for(state, sections, metrics))
+    if plan is None:
+        return  # --budget left every signature out: the session keeps the timeline
+    with_sections = _argv_for(state, "sections", [])
+    with state.timed("phase2"):
+        state.progress.phase(
+            f"phase 2: ncu on {len(plan.signatures)} kernel signatures", plan.launches
+        )
+        _run_rounds(
+            state, plan, sections, program_s, lambda i, r: with_sections(i, r, plan.name_base)
+        )
 
-    def argv_for(i: int, r: Round, name_base: str, collect: str = sections) -> list[str]:
+
+def _argv_for(state: RunState, collect: str, metrics: list[str]) -> ArgvFor:
+    """Round i's ncu command collecting `collect` (the rules' `metrics` by name, or sections)."""
+
+    def argv_for(i: int, r: Round, name_base: str) -> list[str]:
         return cmd.ncu_targeted(
             state.ncu.path,
             state.sd.report(f"targeted-{i}"),
@@ -54,13 +73,7 @@ def targeted(state: RunState, launches: pd.DataFrame, program_s: float) -> None:
             rank=state.options.rank,
         )
 
-    def with_sections(i: int, r: Round) -> list[str]:
-        return argv_for(i, r, plan.name_base, "sections")
-
-    plan = _plan(state, launches, program_s, sections, argv_for)
-    state.progress.phase(f"phase 2: ncu on {len(plan.signatures)} kernel signatures", plan.launches)
-    for i, r in enumerate(plan.rounds, start=1):
-        _run_round(state, i, r, sections, with_sections)
+    return argv_for
 
 
 def _plan(
@@ -68,9 +81,10 @@ def _plan(
     launches: pd.DataFrame,
     program_s: float,
     sections: str,
-    argv_for: Callable[[int, Round, str], list[str]],
-) -> Plan:
-    """The plan for these launches, recorded in the status; its notes told to the user."""
+    argv_for: ArgvFor,
+) -> Plan | None:
+    """The plan for these launches, cut to --budget, recorded in the status; its notes and its
+    estimate told to the user. None when the budget leaves nothing to profile."""
     settings = PlanSettings(
         coverage=state.options.coverage,
         max_kernels=state.options.max_kernels,
@@ -78,16 +92,83 @@ def _plan(
         program_s=program_s,
         seconds_per_launch=SECONDS_PER_LAUNCH[sections],
     )
-    state.plan = plan = plan_launches(launches, settings, argv_for)
+    whole_plan = plan_launches(launches, settings, argv_for)
     state.labels = dict(
         zip(launches["filter_name"].astype(str), launches["function"].astype(str), strict=True)
     )
-    state.status.plan = describe_plan(plan)
-    for note in plan.notes:
+    if not whole_plan.rounds:
+        for note in whole_plan.notes:
+            state.progress.note(note)
+        notes = whole_plan.notes
+        raise InputError(notes[0] if notes else "nothing to profile", "check --kernel")
+
+    def estimate(p: Plan) -> cost.Estimate:
+        return cost.estimate(sections, program_s, [r.launches for r in p.rounds])
+
+    whole = estimate(whole_plan)
+    plan: Plan | None = whole_plan
+    fitted = None
+    if state.options.budget_s is not None:
+        fitted = budget.fit(
+            whole_plan,
+            state.options.budget_s,
+            lambda chosen: plan_launches(launches, settings, argv_for, chosen),
+            estimate,
+        )
+        plan = fitted.plan
+        state.status.budget = fitted.to_json()
+        if (line := fitted.missing()) is not None:
+            state.status.lacks(line)
+    state.plan = plan
+    state.status.plan = describe_plan(plan) if plan is not None else None
+    for note in plan.notes if plan is not None else ():
         state.progress.note(note)
-    if not plan.rounds:
-        raise InputError(plan.notes[0] if plan.notes else "nothing to profile", "check --kernel")
+    kept = fitted.estimate if fitted is not None else whole
+    state.status.estimate = kept.to_json() if kept is not None else None
+    state.status.save(state.sd)
+    state.progress.note(_estimate_note(kept, whole, fitted))
     return plan
+
+
+def _estimate_note(
+    kept: cost.Estimate | None, whole: cost.Estimate, fitted: budget.Fitted | None
+) -> str:
+    """What phase 2 will take, said before it starts (and what --budget did to it)."""
+    if fitted is None or not fitted.left_out:
+        cap = f" (within --budget {fitted.budget_s:g} s)" if fitted is not None else ""
+        return f"phase 2 estimate: {whole.describe()}{cap}"
+    if kept is None:
+        return (
+            f"phase 2 skipped: --budget {fitted.budget_s:g} s is less than profiling even the "
+            f"kernel signature with the most GPU time; all of them: {whole.describe()}"
+        )
+    planned = len(fitted.left_out) + (len(fitted.plan.signatures) if fitted.plan else 0)
+    return (
+        f"phase 2 estimate: {kept.describe()}; --budget {fitted.budget_s:g} s leaves out "
+        f"{len(fitted.left_out)} of {planned} planned signatures ({fitted.left_out_share:.1%} "
+        f"of GPU time; all of them: about {whole.total_s:.0f} s)"
+    )
+
+
+def _run_rounds(
+    state: RunState,
+    plan: Plan,
+    sections: str,
+    program_s: float,
+    with_sections: Callable[[int, Round], Sequence[str]],
+) -> None:
+    """Each round in turn, the estimate of the rest revised by how the finished ones went."""
+    estimated = [cost.estimate(sections, program_s, [r.launches]).runs_s for r in plan.rounds]
+    spent = 0.0
+    for i, r in enumerate(plan.rounds, start=1):
+        spent += _run_round(state, i, r, sections, with_sections, plan.total_launches)
+        if i < len(plan.rounds):
+            pace = spent / max(sum(estimated[:i]), 1e-9)
+            left = pace * sum(estimated[i:])
+            state.progress.note(
+                f"ncu run {i} of {len(plan.rounds)} done in {spent:.0f} s so far "
+                f"(estimated {sum(estimated[:i]):.0f} s); about {left:.0f} s left"
+            )
 
 
 def _run_round(
@@ -95,16 +176,27 @@ def _run_round(
     i: int,
     r: Round,
     sections: str,
-    sections_argv: Callable[[int, Round], list[str]],
-) -> None:
-    """Round i, again with ncu's sections if ncu refuses the metric list."""
-    result = state.run(f"2-targeted-{i}", r.argv, progress=True)
+    sections_argv: Callable[[int, Round], Sequence[str]],
+    intercepted: int,
+) -> float:
+    """Round i, again with ncu's sections if ncu refuses the metric list; its wall seconds."""
+    result = state.run(
+        f"2-targeted-{i}", r.argv, progress=True, collection=sections, intercepted=intercepted
+    )
+    wall = result.wall_s
     if sections == "rules" and not result.ok and result.profiled == 0 and not _severe(result):
         # A metric name this ncu refuses fails the run before any launch: sections instead.
         state.progress.note(
             f"ncu refused the metric list (see {result.log}); collecting its sections instead"
         )
-        result = state.run(f"2-targeted-{i}-sections", sections_argv(i, r), progress=True)
+        result = state.run(
+            f"2-targeted-{i}-sections",
+            sections_argv(i, r),
+            progress=True,
+            collection="sections",
+            intercepted=intercepted,
+        )
+        wall += result.wall_s
     report = state.sd.report(f"targeted-{i}.ncu-rep")
     if report.is_file():
         state.reports.append(report)
@@ -114,12 +206,17 @@ def _run_round(
         state.status.lacks(
             f"run {i} profiled none of its {len(r.wanted)} planned kernel signature(s)"
         )
-        return
+        return wall
     if error:
         raise error
+    return wall
 
 
-def full(state: RunState, launches: int | None) -> None:
+def full(state: RunState, launches: int | None, program_s: float) -> None:
+    if launches is not None:  # without a timeline the number of launches is unknown
+        estimate = cost.estimate("full", program_s, [launches])
+        state.status.estimate = estimate.to_json()
+        state.progress.note(f"ncu --set full on {launches} launches: {estimate.describe()}")
     state.progress.phase("ncu --set full on every launch", launches)
     out = state.sd.report("full")
     result = state.run(
@@ -135,6 +232,8 @@ def full(state: RunState, launches: int | None) -> None:
             rank=state.options.rank,
         ),
         progress=True,
+        collection="full",
+        intercepted=launches,
     )
     report = out.with_name("full.ncu-rep")
     if report.is_file():

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from nsdiag.collect.cost import SECONDS_PER_LAUNCH
 from nsdiag.collect.rounds import (
-    SECONDS_PER_LAUNCH,
     PlanSettings,
     Round,
     plan_rounds,
@@ -71,8 +71,10 @@ def plan_launches(
     launches: pd.DataFrame,
     settings: PlanSettings = DEFAULT_SETTINGS,
     argv_for: ArgvFor | None = None,
+    chosen: Sequence[Signature] | None = None,
 ) -> Plan:
-    """`make_plan` on launches `kernel_launches` already prepared."""
+    """`make_plan` on launches `kernel_launches` already prepared; `chosen` replaces the
+    choice by coverage (--budget: the first signatures of a plan already made)."""
     if launches.empty:
         raise ValueError("the timeline holds no kernel launch")
     base = name_base(launches)
@@ -84,7 +86,8 @@ def plan_launches(
         if inside is not None
         else launches["duration_ns"].sum()
     )
-    chosen = choose(sigs, settings.coverage, settings.max_kernels, settings.kernel_regex)
+    if chosen is None:
+        chosen = choose(sigs, settings.coverage, settings.max_kernels, settings.kernel_regex)
     rounds, uncovered = plan_rounds(launches, chosen, settings)
     rounds = [
         round_for(launches, r.wanted, r.launch_count, settings, sigs, r.launch_skip) for r in rounds

@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from nsdiag.collect import phase1, phase2, runner, session_dir, tools
+from nsdiag.collect import interruption, phase1, phase2, runner, session_dir, tools
 from nsdiag.collect.doctor import gpu_info
 from nsdiag.collect.finish import finish, finish_quietly
 from nsdiag.collect.options import NullProgress, ProfileOptions, ProfileResult, Progress
 from nsdiag.collect.program import profile_from_start, resolve_program
 from nsdiag.collect.run_state import RunState
-from nsdiag.errors import NsdiagError, ProfilerError
+from nsdiag.errors import NsdiagError, ProfilerError, interrupting_signal
+from nsdiag.model import store
 from nsdiag.model.session import Session
 
 DEFAULT_OPTIONS = ProfileOptions()
@@ -34,11 +35,21 @@ def profile(
     try:
         session = _run_phases(state)
     except (runner.Interrupted, KeyboardInterrupt) as exc:
-        state.status.error = "interrupted (Ctrl-C)"
+        # SIGINT, or SIGTERM through the CLI's handler: save what was recorded, never a
+        # traceback; the folder says which signal stopped which phase and what is missing
+        signame = exc.signame if isinstance(exc, runner.Interrupted) else interrupting_signal(exc)
+        when = interruption.where(state)
+        interruption.record(state, signame)
         finish_quietly(state, export=False)
+        kept = (
+            f"the partial session is kept in {sd.root}"
+            if store.is_session_dir(sd.root)
+            else f"nothing was recorded ({sd.root / 'status.json'} says so)"
+        )
         raise runner.Interrupted(
-            f"interrupted; the partial session is kept in {sd.root}",
+            f"interrupted by {signame} during {when}; {kept}",
             getattr(exc, "hint", "") or "run again to profile everything",
+            signame,
         ) from exc
     except NsdiagError as exc:
         state.status.error = str(exc)
@@ -73,7 +84,8 @@ def _start(
 
 def _run_phases(state: RunState) -> Session | None:
     options = state.options
-    launches, program_s = phase1.timeline(state, fallback=not options.full)
+    with state.timed("phase1"):
+        launches, program_s = phase1.timeline(state, fallback=not options.full)
     state.launches = launches
     if launches is not None and launches.empty:
         raise ProfilerError(
@@ -84,9 +96,10 @@ def _run_phases(state: RunState) -> Session | None:
             "that launches kernels",
         )
     if options.full:
-        phase2.full(state, len(launches) if launches is not None else None)
+        with state.timed("phase2"):
+            phase2.full(state, len(launches) if launches is not None else None, program_s)
     else:
         assert launches is not None
-        phase2.targeted(state, launches, program_s)
+        phase2.targeted(state, launches, program_s)  # times its plan and its runs
     state.status.complete = True
     return finish(state)

@@ -20,18 +20,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from nsdiag.collect.cost import SECONDS_PER_LAUNCH as SECONDS_PER_LAUNCH  # measured: cost.py
 from nsdiag.model.launches import Signature
 
 # Verified on the H200 with ncu 2025.3.1 (tools/probes/probe_ncu_filters.sh): per-launch-config
 # counts launches per (kernel name in the chosen name base, launch configuration), and launches
 # made before cudaProfilerStart are not counted under --profile-from-start off.
 LAUNCH_CONFIG_KEY_HAS_NAME = True
-
-# Seconds per profiled launch on the H200, measured (tools/probes/probe_sections.sh, 5 launches of
-# an elementwise kernel; GPU-NOTES for duration): the rules' metrics by name 0.5 s, the
-# twelve sections they come from 1.9 s, the full set 2.2 s (2.01 s over the 301 launches of the
-# benchmark's transformer step, 2.3 s in GPU-NOTES).
-SECONDS_PER_LAUNCH = {"full": 2.2, "sections": 1.9, "rules": 0.5, "duration": 0.2}
 
 
 @dataclass(frozen=True)

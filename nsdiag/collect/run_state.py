@@ -3,14 +3,16 @@ every step in status.json as it ends (so an interrupted run still says what it h
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from nsdiag.analysis.region.windows import Region
-from nsdiag.collect import runner, session_dir, tools
+from nsdiag.collect import breakdown, runner, session_dir, tools
 from nsdiag.collect.options import ProfileOptions, Progress
 from nsdiag.collect.plan import Plan
 from nsdiag.collect.program import child_env
@@ -39,10 +41,35 @@ class RunState:
     done: int = 0  # launches profiled so far (the progress bar)
     profiled: int = 0  # launches profiled in phase 2
     labels: dict[str, str] = field(default_factory=dict)  # ncu's (mangled) names -> short names
+    phase: str = "start"  # the phase running now (status.json's `interrupted` names it)
+    step: str | None = None  # the command running now
+    step_started: float = 0.0  # time.monotonic() when it started
 
-    def run(self, name: str, argv: Sequence[str], progress: bool = False) -> runner.RunResult:
-        """Run one step's command, logged as `name`, and record it in the status."""
+    @contextlib.contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Run a phase (phase1, plan, phase2, export, tables): named while it runs, its wall
+        seconds in the breakdown even when it fails or is interrupted."""
+        outer, self.phase, start = self.phase, phase, time.monotonic()
+        try:
+            yield
+        finally:
+            self.status.phases[phase] = self.status.phases.get(phase, 0.0) + (
+                time.monotonic() - start
+            )
+        self.phase = outer  # only when it ended normally: an interrupt names the innermost
+
+    def run(
+        self,
+        name: str,
+        argv: Sequence[str],
+        progress: bool = False,
+        collection: str | None = None,
+        intercepted: int | None = None,
+    ) -> runner.RunResult:
+        """Run one step's command, logged as `name`, and record it in the status; an ncu run
+        also records what it collected and how many launches it saw (the breakdown)."""
         base = self.done
+        self.step, self.step_started = name, time.monotonic()
 
         def advance(n: int, label: str) -> None:
             self.done = base + n
@@ -59,8 +86,17 @@ class RunState:
         self.timings[name] = result.wall_s
         if name.startswith("2-"):
             self.profiled += result.profiled
+        self.step = None
         self.status.step(
-            name, result.ok, result.wall_s, result.log, argv=list(argv), profiled=result.profiled
+            name,
+            result.ok,
+            result.wall_s,
+            result.log,
+            argv=list(argv),
+            profiled=result.profiled,
+            **({"collection": collection} if collection else {}),
+            **({"intercepted": intercepted} if intercepted is not None else {}),
+            **({"passes": p} if (p := breakdown.passes_summary(result.passes)) else {}),
         )
         self.status.save(self.sd)
         return result

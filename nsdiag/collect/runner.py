@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, BinaryIO
 
-from nsdiag.errors import NsdiagError, ProfilerError
+from nsdiag.errors import NsdiagError, ProfilerError, interrupting_signal
 
 PERMISSION_HINT = (
     "run nsdiag as root (sudo), or allow every user to profile: set the NVIDIA driver module "
@@ -77,9 +77,15 @@ PROBLEMS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 
 class Interrupted(ProfilerError):
-    """Ctrl-C: the partial session is kept; exit code 130 as for any interrupted command."""
+    """Ctrl-C or SIGTERM: the partial session is kept; `signame` says which signal."""
 
     exit_code = 130
+
+    def __init__(self, message: str, hint: str = "", signame: str = "SIGINT") -> None:
+        super().__init__(message, hint)
+        self.signame = signame
+        # 128 + the signal, as a shell reports a command the signal ended (130, 143)
+        self.exit_code = 128 + int(getattr(signal, signame, signal.SIGINT))
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,7 @@ class RunResult:
     profiled: int  # launches ncu reported as profiled
     problems: tuple[Problem, ...]
     timed_out: bool = False
+    passes: tuple[int, ...] = ()  # replay passes of each profiled launch, as ncu reported them
 
     @property
     def ok(self) -> bool:
@@ -145,7 +152,7 @@ def run(
             try:
                 stream = proc.stderr if out_file else proc.stdout
                 assert stream is not None
-                profiled, problems = _follow(
+                passes, problems = _follow(
                     stream, log_file, None if out_file else on_output, on_progress
                 )
                 returncode = proc.wait()
@@ -154,9 +161,10 @@ def run(
                     timer.cancel()
                 stop_group(proc)  # children the leader left behind
         except KeyboardInterrupt as exc:
-            log_file.write(b"\n[nsdiag] interrupted (Ctrl-C): process group stopped\n")
+            signame = interrupting_signal(exc)
+            log_file.write(f"\n[nsdiag] interrupted ({signame}): process group stopped\n".encode())
             raise Interrupted(
-                f"interrupted while running {Path(argv[0]).name}", f"see {log}"
+                f"interrupted while running {Path(argv[0]).name}", f"see {log}", signame
             ) from exc
         finally:
             if out_file:
@@ -166,7 +174,14 @@ def run(
             log_file.write(f"\n[nsdiag] stopped after {timeout_s:.0f} s\n".encode())
         log_file.write(f"[nsdiag] exit code {returncode}\n".encode())
     return RunResult(
-        tuple(argv), returncode, time.monotonic() - start, log, profiled, tuple(problems), timed_out
+        tuple(argv),
+        returncode,
+        time.monotonic() - start,
+        log,
+        len(passes),
+        tuple(problems),
+        timed_out,
+        tuple(passes),
     )
 
 
@@ -200,26 +215,27 @@ def _follow(
     log_file: BinaryIO,
     on_output: Callable[[str], None] | None,
     on_progress: Callable[[int, str], None] | None,
-) -> tuple[int, list[Problem]]:
-    """Read the child's output to its end into the log: progress lines counted (launches
-    profiled), the others checked for known failures and passed on."""
-    profiled = 0
+) -> tuple[list[int], list[Problem]]:
+    """Read the child's output to its end into the log: progress lines collected (one per
+    launch profiled, with its replay passes), the others checked for known failures and passed
+    on."""
+    passes: list[int] = []
     problems: list[Problem] = []
     for raw in iter(stream.readline, b""):
         log_file.write(raw)
         line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
         match = _PROGRESS.match(line)
         if match:
-            profiled += 1
+            passes.append(int(match.group("passes")))
             if on_progress:
-                on_progress(profiled, match.group("name"))
+                on_progress(len(passes), match.group("name"))
             continue
         problem = classify(line)
         if problem:
             problems.append(problem)
         if on_output:
             on_output(line)
-    return profiled, problems
+    return passes, problems
 
 
 class _Watchdog(threading.Timer):

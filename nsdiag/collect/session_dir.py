@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from nsdiag.collect import breakdown
 from nsdiag.errors import InputError, NsdiagError
 from nsdiag.model.session import Session
 
@@ -165,6 +166,10 @@ class Status:
     metrics: int | None = None  # rule metrics requested by name in phase 2
     region: dict[str, Any] | None = None  # the analysed region phase 2 picked its launches in
     rank: dict[str, Any] | None = None  # a distributed run: the rank phase 2 profiled
+    phases: dict[str, float] = field(default_factory=dict)  # wall seconds per phase (breakdown)
+    estimate: dict[str, Any] | None = None  # phase 2's estimate before it ran (cost.py)
+    budget: dict[str, Any] | None = None  # --budget: what it kept and left out
+    interrupted: dict[str, Any] | None = None  # the signal, and the phase and step it stopped
 
     def step(
         self,
@@ -201,6 +206,10 @@ class Status:
                 "rule_metrics": self.metrics,
                 "region": self.region,
                 **({"rank": self.rank} if self.rank is not None else {}),
+                "estimate": self.estimate,
+                "budget": self.budget,
+                "interrupted": self.interrupted,
+                "breakdown": breakdown.summarise(self.steps, self.phases),
             },
         )
 

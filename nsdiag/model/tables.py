@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import pandas as pd
+if TYPE_CHECKING:  # annotations only: the rule loader runs without pandas
+    import pandas as pd
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -8,14 +8,17 @@ agree on what counts as missing and how to read a number.
 from __future__ import annotations
 
 import math
-
-import pandas as pd
+import sys
 
 
 def missing(value: object) -> bool:
     """True for None, NaN (Python, numpy) and pandas' NA/NaT; other values, strings included,
-    are present."""
-    if value is None or value is pd.NA or value is pd.NaT:
+    are present. (pandas is not imported here: a value can only be its NA or NaT once something
+    else has imported it, and the rule loader runs without it.)"""
+    if value is None:
+        return True
+    pd = sys.modules.get("pandas")
+    if pd is not None and (value is pd.NA or value is pd.NaT):
         return True
     try:
         return math.isnan(float(value))  # type: ignore[arg-type]

@@ -57,10 +57,9 @@ def reader_for(
 
         return session_folder.read
     if path.is_dir():
-        raise InputError(
-            f"{path} is a folder but not an nsdiag session (no session.json)",
-            "pass the session folder nsdiag profile wrote, or the report files themselves",
-        )
+        from nsdiag.readers import session_folder
+
+        raise session_folder.not_a_session(path)
     if not path.exists():
         raise InputError(f"{path} does not exist", "check the path")
     source.check_file(path, _size_kind(name))

@@ -3,13 +3,16 @@ nsdiag.model.store, after checking that each file is a plausible regular file, a
 folder's status.json says about the profile behind them.
 
 A profile that ended incomplete (a kernel signature the plan wanted was never reached, a step
-failed) still has a diagnosis, of what was recorded: its status becomes a warning on it.
+failed, a signal stopped it) still has a diagnosis, of what was recorded: its status becomes a
+warning on it. A profile stopped before it recorded anything has no session.json, only its
+status: reading it says in one line what happened.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from nsdiag.errors import InputError
 from nsdiag.model import store
@@ -26,6 +29,43 @@ def read(directory: Path) -> Session:
     session = store.load(directory)
     add_warnings(session, status_warnings(directory))
     return session
+
+
+def not_a_session(directory: Path) -> InputError:
+    """The error for a folder without session.json: what its status.json says happened when
+    `nsdiag profile` wrote it (stopped before anything was recorded), else that it is no session."""
+    status = _status(directory)
+    if status is None:
+        return InputError(
+            f"{directory} is a folder but not an nsdiag session (no session.json)",
+            "pass the session folder nsdiag profile wrote, or the report files themselves",
+        )
+    missing = status.get("missing")
+    listed = "; ".join(map(str, missing)) if isinstance(missing, list) else ""
+    said = str(status.get("error") or listed or "no reason given")
+    nsys_rep = directory / "reports" / "timeline.nsys-rep"
+    hint = "run nsdiag profile again" + (
+        f", or explain the timeline nsys wrote: nsdiag explain {nsys_rep}"
+        if nsys_rep.is_file()
+        else ""
+    )
+    return InputError(
+        f"the profile in {directory} recorded nothing to explain ({STATUS}: {said})", hint
+    )
+
+
+def _status(directory: Path) -> dict[str, Any] | None:
+    """The folder's status.json if it is one nsdiag wrote and is readable, else None."""
+    path = directory / STATUS
+    if not path.is_file() or path.is_symlink():
+        return None
+    try:
+        with source.open_text(path) as handle:
+            status = json.loads(handle.read())
+    except (InputError, ValueError, OSError):
+        return None
+    ok = isinstance(status, dict) and str(status.get("schema", "")).startswith("nsdiag.status/")
+    return status if ok else None
 
 
 def status_warnings(directory: Path) -> list[str]:

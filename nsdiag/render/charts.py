@@ -47,29 +47,40 @@ KIND_COLORS = {
 }
 
 
+# The look every chart shares: written once per page as a plotly template
+# (plotly_js.page_setup), so each chart's JSON carries only what is its own.
+SHARED_LAYOUT: dict[str, Any] = {
+    "font": {
+        "family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif",
+        "size": 12,
+        "color": "#222",
+    },
+    "paper_bgcolor": "rgba(0,0,0,0)",
+    "plot_bgcolor": "#fff",
+    "hoverlabel": {"align": "left"},
+    "autosize": True,
+    "margin": {"l": 10, "r": 10, "t": 30, "b": 40},
+}
+AXIS_STYLE: dict[str, Any] = {
+    "gridcolor": "#e6e6e6",
+    "zerolinecolor": "#cfcfcf",
+    "linecolor": "#999",
+    "automargin": True,
+}
+
+
 def layout(height: int, **kwargs: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "template": "none",
         "height": height,
-        "autosize": True,
-        "margin": {"l": 10, "r": 10, "t": 30, "b": 40},
-        "font": {
-            "family": "system-ui, -apple-system, Segoe UI, Roboto, sans-serif",
-            "size": 12,
-            "color": "#222",
-        },
-        "paper_bgcolor": "rgba(0,0,0,0)",
-        "plot_bgcolor": "#fff",
-        "hoverlabel": {"align": "left"},
+        **SHARED_LAYOUT,
     }
     base.update(kwargs)
     return base
 
 
 def axis(**kwargs: Any) -> dict[str, Any]:
-    return dict(
-        gridcolor="#e6e6e6", zerolinecolor="#cfcfcf", linecolor="#999", automargin=True, **kwargs
-    )
+    return {**AXIS_STYLE, **kwargs}
 
 
 def _reference_peaks(diagnosis: Diagnosis) -> dict[str, float]:

@@ -8,7 +8,8 @@ hands them to `templates/report.html.j2`; it decides nothing about the program's
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -19,17 +20,11 @@ from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis, NcuRu
 from nsdiag.model.session import Session
 from nsdiag.model.values import number
 from nsdiag.render import RenderOptions, charts, fmt, ranks, timeline_chart
-from nsdiag.render.plotly_js import plotly_js
+from nsdiag.render.plotly_js import figure_html, inline
 from nsdiag.resources import templates_dir
 from nsdiag.version import __version__
 
 TEMPLATE = "report.html.j2"
-PLOTLY_CONFIG = {
-    "displaylogo": False,
-    "responsive": True,
-    "topojsonURL": "",
-    "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"],
-}
 _META_SKIP = {"sources", "kernel_launches"}
 
 
@@ -52,20 +47,54 @@ def _asset(name: str) -> Markup:
 
 
 def _chart(fig: go.Figure | None, div_id: str) -> Markup | None:
-    """A figure as a div + script; plotly's JSON escapes <, > and / so names cannot close the
-    script."""
+    """A figure as a div + script (render/plotly_js.py: compact JSON in which names cannot close
+    the script)."""
     if fig is None:
         return None
-    return Markup(
-        fig.to_html(
-            include_plotlyjs=False,
-            full_html=False,
-            div_id=div_id,
-            config=PLOTLY_CONFIG,
-            default_width="100%",
-            default_height=f"{fig.layout.height or 400}px",
-        )
-    )
+    return Markup(figure_html(fig, div_id))
+
+
+class Once:
+    """Each long text the page repeats is written in it once: a kernel's full name (a demangled
+    template name runs to 1.5 kB, and one kernel is named in the table, its card, the changes
+    and the chains), a tooltip, a rule's fix or an ncu message (shown for each kernel it fires
+    on, and in the changes). Its first mention carries it (a title, or its text) with `data-n`,
+    later ones only `data-r` (a title) or `data-rt` (text), and report.js copies it onto them
+    when the page loads. Called by the template (`once`) in document order."""
+
+    SHORT = 80  # a text shorter than this is written out each time
+
+    def __init__(self) -> None:
+        self._ids: dict[str, int] = {}
+
+    def _id(self, full: str) -> tuple[int, bool]:
+        first = full not in self._ids
+        return self._ids.setdefault(full, len(self._ids)), first
+
+    def title(self, full: str | None, short: str | None = None) -> Markup:
+        """The attributes of a mention shown as `short`: nothing when it shows the full name."""
+        if not full or full == short:
+            return Markup("")
+        n, first = self._id(full)
+        if first:
+            return Markup(' title="{}" data-n="{}"').format(full, n)
+        return Markup(' data-r="{}"').format(n)
+
+    def code(self, full: str) -> Markup:
+        """The full name as a <code> box's text."""
+        return self._text("code", full)
+
+    def text(self, text: str | None) -> Markup:
+        """A paragraph's text (in a span)."""
+        if not text or len(text) < self.SHORT:
+            return Markup("{}").format(text or "")
+        return self._text("span", text)
+
+    def _text(self, tag: str, text: str) -> Markup:
+        n, first = self._id(text)
+        if first:
+            return Markup('<{0} data-n="{1}">{2}</{0}>').format(Markup(tag), n, text)
+        return Markup('<{0} data-rt="{1}"></{0}>').format(Markup(tag), n)
 
 
 def _anchor(kernel: KernelDiagnosis) -> str:
@@ -105,11 +134,19 @@ def _finding(finding: Finding, diagnosis: Diagnosis, names: dict[str, str]) -> d
     }
 
 
+def _sort_value(value: object) -> str:
+    """A table cell's sort key (data-v): whole above 1000 (ns), else 6 significant digits; empty
+    when missing (sorted last)."""
+    found = number(value)
+    if found is None:
+        return ""
+    return str(round(found)) if abs(found) >= 1000 else f"{found:.6g}"
+
+
 def _kernel_row(k: KernelDiagnosis, names: dict[str, str], carded: bool) -> dict[str, Any]:
     mean = k.region_mean_ns
     top = k.findings[0] if k.findings else None
     roof = number(k.roofline.pct_of_roof)
-    share = number(k.time_share)
     return {
         "id": k.id,
         "anchor": _anchor(k),
@@ -119,15 +156,15 @@ def _kernel_row(k: KernelDiagnosis, names: dict[str, str], carded: bool) -> dict
         "launches": f"{k.launches:,}",
         "launches_v": k.launches,
         "total": fmt.time_ns(k.total_duration_ns),
-        "total_v": k.total_duration_ns,
+        "total_v": _sort_value(k.total_duration_ns),
         "mean": fmt.time_ns(mean),
-        "mean_v": mean,
+        "mean_v": _sort_value(mean),
         "share": fmt.share(k.time_share),
-        "share_v": "" if share is None else share,
+        "share_v": _sort_value(k.time_share),
         "bound": k.bound,
         "limiter": k.limiter or fmt.MISSING,
         "roof": fmt.pct(roof, 0),
-        "roof_v": "" if roof is None else roof,
+        "roof_v": _sort_value(roof),
         "geometry": f"{k.grid} × {k.block}",
         "top_finding": f"{top.title} ({top.rule})" if top else "",
         "top_impact": fmt.share(top.impact) if top else "",
@@ -172,7 +209,6 @@ def _geometry(k: KernelDiagnosis) -> list[tuple[str, str]]:
             f"{fmt.bytes_(m.get('shared_mem_dynamic_bytes'))}",
         ),
         ("waves per SM", fmt.num(m.get("waves_per_sm"))),
-        ("launches", f"{k.launches:,}"),
         ("mean per launch (region)", fmt.time_ns(k.region_mean_ns)),
         ("mean profiled launch", fmt.time_ns(k.profiled_mean_ns)),
     ]
@@ -409,12 +445,27 @@ def context(
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in diagnosis.skipped_rules],
         "css": _asset("report.css"),
         "js": _asset("report.js"),
-        "plotly_js": Markup(plotly_js()),
+        "plotly_js": Markup(inline()),
+        "once": Once(),
     }
+
+
+_INDENT = re.compile(r"\n[ \t]*(?:\n[ \t]*)*")
+_BUNDLE_MARK = "<!--nsdiag:plotly.js-->"
+
+
+def compact(render: Callable[[dict[str, Any]], str], ctx: dict[str, Any]) -> str:
+    """A page rendered without the templates' indentation and blank lines (whitespace the
+    browser collapses: no element of the report keeps it), the plotly.js bundle set in after, as
+    it is."""
+    bundle = ctx["plotly_js"]
+    page = render({**ctx, "plotly_js": Markup(_BUNDLE_MARK)})
+    return _INDENT.sub("\n", page).replace(_BUNDLE_MARK, bundle, 1)
 
 
 def render_html(
     diagnosis: Diagnosis, session: Session | None = None, options: RenderOptions | None = None
 ) -> str:
     options = options or RenderOptions()
-    return environment().get_template(TEMPLATE).render(**context(diagnosis, session, options))
+    template = environment().get_template(TEMPLATE)
+    return compact(lambda ctx: template.render(**ctx), context(diagnosis, session, options))

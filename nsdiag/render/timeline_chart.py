@@ -26,14 +26,17 @@ from nsdiag.render import fmt
 from nsdiag.render.charts import KIND_COLORS, axis, layout
 
 
-def _segments(frame: pd.DataFrame, cap: int) -> pd.DataFrame:
-    """Merge a lane's activities into at most `cap` segments (exact when there are few)."""
+def _segments(frame: pd.DataFrame, cap: int, min_gap: float = 0.0) -> pd.DataFrame:
+    """Merge a lane's activities into at most `cap` segments: those less than `min_gap` apart
+    always (closer than a pixel of the chart at full width: one bar to the eye already), more
+    when the lane still holds more than `cap`; exact when there are few and far apart."""
     frame = frame.sort_values("start_ns", kind="stable")
     starts, ends = frame["start_ns"].to_numpy(float), frame["end_ns"].to_numpy(float)
     span = float(ends.max() - starts.min()) if len(frame) else 0.0
-    gap, groups = -1.0, np.arange(len(frame))
+    gap = min_gap
+    groups = _narrow_groups(starts, ends, gap) if gap > 0 else np.arange(len(frame))
     while len(frame) > cap and groups.max(initial=0) + 1 > cap:
-        gap = span / cap if gap <= 0 else gap * 2
+        gap = span / cap if gap < span / cap else gap * 2
         groups = merge_ids(starts, ends, gap)
     frame = frame.assign(_g=groups, _busy=ends - starts).reset_index(drop=True)
     grouped = frame.groupby("_g", sort=True)
@@ -45,6 +48,18 @@ def _segments(frame: pd.DataFrame, cap: int) -> pd.DataFrame:
     )
     agg["name"] = frame.loc[grouped["_busy"].idxmax().to_numpy(), "name"].to_numpy()
     return agg.reset_index(drop=True)
+
+
+def _narrow_groups(starts: np.ndarray, ends: np.ndarray, gap: float) -> np.ndarray:
+    """Group ids (intervals sorted by start): a group breaks after a gap wider than `gap` and
+    around an activity longer than WIDE_PIXELS gaps (a bar wide enough to hover, or to label,
+    keeps its own)."""
+    if len(starts) == 0:
+        return np.zeros(0, dtype="int64")
+    reach = np.maximum.accumulate(ends)
+    wide = (ends - starts) > WIDE_PIXELS * gap
+    breaks = (starts[1:] > reach[:-1] + gap) | wide[1:] | wide[:-1]
+    return np.concatenate([[0], np.cumsum(breaks)]).astype("int64")
 
 
 def _short(names: pd.Series) -> pd.Series:
@@ -68,6 +83,11 @@ def busy_time(activities: pd.DataFrame) -> tuple[float, float]:
 
 
 MAX_RANK_LANES = 8
+# The chart's plot area at most (the report's main column, 1400 px, less its padding, margins
+# and lane labels): activities of one lane closer than one of its pixels at full width are
+# drawn as one bar, unless either is WIDE_PIXELS or longer.
+PIXELS = 1200
+WIDE_PIXELS = 24
 COMMUNICATION_COLOR = "#d94f4f"
 
 
@@ -110,8 +130,9 @@ def timeline(
     """GPU busy % over time, activity lanes per stream (kernels, copies) and NVTX range lanes,
     per rank when there are several (`first_ranks` drawn first).
 
-    Activities are merged into at most `max_segments` bars (nearby activities of one lane become
-    one bar whose hover says how many it holds), so a long trace stays a small file.
+    Activities of one lane closer than a pixel of the chart at full width (PIXELS) are drawn as
+    one bar, whose hover says how many it holds, and more are merged while there are more than
+    `max_segments` bars, so a long trace stays a small file.
     """
     if activities is None or activities.empty:
         return None
@@ -129,11 +150,12 @@ def timeline(
     fig = _timeline_figure(len(lanes))
     _add_busy(fig, acts, np.linspace(t0, t1 if t1 > t0 else t0 + 1, bins + 1))
     per_lane = max(max_segments // max(len(lanes), 1), 20)
+    pixel = (t1 - t0) / PIXELS
     for kind, frame in [
         *acts.groupby("kind", sort=False),
         *(ranges.groupby("kind") if len(ranges) else []),
     ]:
-        _add_bars(fig, str(kind), frame, per_lane, t0)
+        _add_bars(fig, str(kind), frame, per_lane, t0, pixel)
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(lanes)), row=2, col=1)
     return fig
 
@@ -169,12 +191,12 @@ def _range_lanes(nvtx: pd.DataFrame | None) -> pd.DataFrame:
 
 def _add_busy(fig: go.Figure, acts: pd.DataFrame, edges: np.ndarray) -> None:
     """The top panel: the share of each time bin in which the GPU ran anything."""
-    t0 = float(edges[0])
     busy = covered_fraction(acts["start_ns"].to_numpy(float), acts["end_ns"].to_numpy(float), edges)
     fig.add_trace(
         go.Scatter(
-            x=(edges[:-1] - t0) / 1e6,
-            y=busy * 100,
+            x0=0.0,
+            dx=float(edges[1] - edges[0]) / 1e6,  # evenly spaced bins: no x array
+            y=np.round(busy * 100, 1).tolist(),
             mode="lines",
             line_shape="hv",
             fill="tozeroy",
@@ -187,10 +209,14 @@ def _add_busy(fig: go.Figure, acts: pd.DataFrame, edges: np.ndarray) -> None:
     )
 
 
-def _add_bars(fig: go.Figure, kind: str, frame: pd.DataFrame, per_lane: int, t0: float) -> None:
-    """One bar trace for a kind of activity, each lane merged to at most `per_lane` bars."""
+def _add_bars(
+    fig: go.Figure, kind: str, frame: pd.DataFrame, per_lane: int, t0: float, pixel: float
+) -> None:
+    """One bar trace for a kind of activity, each lane merged to at most `per_lane` bars (and
+    activities closer than a `pixel` apart merged)."""
     parts = [
-        _segments(f, per_lane).assign(lane=lane) for lane, f in frame.groupby("lane", sort=False)
+        _segments(f, per_lane, pixel).assign(lane=lane)
+        for lane, f in frame.groupby("lane", sort=False)
     ]
     seg = pd.concat(parts, ignore_index=True)
     fig.add_trace(
@@ -258,6 +284,6 @@ def _segment_hover(row: Any, t0: float) -> str:
     if row.count == 1:
         return f"<b>{name}</b><br>{when}"
     return (
-        f"<b>{row.count} activities</b> merged to keep the report small (longest: {name})"
+        f"<b>{row.count} activities</b> merged (longest: {name})"
         f"<br>{when}, busy {fmt.time_ns(row.busy_ns)}"
     )

@@ -2,6 +2,19 @@
 (function () {
   "use strict";
 
+  // A kernel's full name, or another long text the page repeats, is in it once (data-n: a
+  // title, or its text); later mentions get it here, as a title (data-r) or as text (data-rt).
+  var once = {};
+  Array.prototype.forEach.call(document.querySelectorAll("[data-n]"), function (el) {
+    once[el.getAttribute("data-n")] = el.getAttribute("title") || el.textContent;
+  });
+  Array.prototype.forEach.call(document.querySelectorAll("[data-r], [data-rt]"), function (el) {
+    var title = once[el.getAttribute("data-r")];
+    var text = once[el.getAttribute("data-rt")];
+    if (title !== undefined) { el.setAttribute("title", title); }
+    if (text !== undefined) { el.textContent = text; }
+  });
+
   function cellKey(cell, numeric) {
     var raw = cell.hasAttribute("data-v") ? cell.getAttribute("data-v") : cell.textContent;
     if (!numeric) { return raw.trim().toLowerCase(); }

@@ -16,15 +16,16 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from nsdiag.analysis.kernel.memory_ceiling import DramCeiling, cc_major_of, dram_ceiling
 from nsdiag.analysis.kernel.tensor import TensorRoof, tensor_roof
 from nsdiag.analysis.kernel.verdict import SATURATED_PCT
 from nsdiag.model.tables import records
 from nsdiag.model.values import number_or
+
+if TYPE_CHECKING:  # annotations only: the rule loader runs without pandas
+    import pandas as pd
 
 _NAN = math.nan
 PRECISIONS = ("fp32", "fp64", "fp16", "tensor")

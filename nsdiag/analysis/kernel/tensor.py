@@ -17,14 +17,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from nsdiag.model.catalogue import TENSOR_OPS_PRECISIONS
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.tensor_peaks import dense_ops_per_sm_per_clock, parse_cc
 from nsdiag.model.values import number
+
+if TYPE_CHECKING:  # imported where a table is read: the rule loader imports this module
+    import pandas as pd
 
 #: A tensor pipe busier than this, in a report without tensor-op counts, marks a tensor-core
 #: kernel. Not lower: special_function_heavy_good (tests/data/calib) shows the pipe 6.6% busy
@@ -56,6 +57,8 @@ def add_tensor_flops(k: pd.DataFrame) -> None:
     time-weighted rate: a GEMM launched with several K under one grid does different work per
     launch, and its mean operations over its mean duration would overstate it (2.5x the roof
     for an nvjet GEMM of tests/data/profile/duration-groups)."""
+    import pandas as pd
+
     for p in TENSOR_OPS_PRECISIONS:
         k[f"flop_tensor_{p}"] = k.get(f"tensor_ops_{p}", math.nan)
     per_precision = k[[f"flop_tensor_{p}" for p in TENSOR_OPS_PRECISIONS]]
@@ -71,6 +74,8 @@ def add_tensor_flops(k: pd.DataFrame) -> None:
 
 
 def _column(k: pd.DataFrame, name: str) -> pd.Series:
+    import pandas as pd
+
     return pd.to_numeric(k[name], errors="coerce") if name in k else pd.Series(math.nan, k.index)
 
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nsdiag.analysis.diagnosis import Evidence, Finding
+from nsdiag.analysis.program.analyses import EAGER_ATTENTION
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.record import MIN_IMPACT, Param, ProgramAnalysis
-from nsdiag.analysis.program.timeline.findings import RANGE_VALUES, Draft, make_finding
+from nsdiag.analysis.program.timeline.findings import Draft, make_finding
 from nsdiag.analysis.program.timeline.findings import share as share_evidence
 
 if TYPE_CHECKING:  # the rule loader imports the analyses' records
@@ -78,28 +78,3 @@ def eager_attention(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
 def _short(name: str) -> str:
     head = name.split("<", 1)[0].replace("void ", "").strip()
     return head.rsplit("::", 1)[-1] or head
-
-
-EAGER_ATTENTION = ProgramAnalysis(
-    name="eager_attention",
-    function=eager_attention,
-    needs="timeline",
-    values={
-        **RANGE_VALUES,
-        "chains": "Softmax chains between two GEMMs (per iteration).",
-        "forward": "Of them, in the forward pass.",
-        "backward": "Of them, in the backward pass.",
-        "kernels": "Kernels in the chains, GEMMs left out (per iteration).",
-        "chain_ms": "Their GPU time, ms (per iteration).",
-        "ops": "Text: the three kernels of the chains that take longest.",
-        "per": "Text: ' per iteration' where the region has iterations, else empty.",
-        "saved_per_ms": "The saving per iteration (or in the region), ms.",
-    },
-    params={
-        "min_chains": Param(
-            2, "The fewest chains per iteration reported (one per layer and pass in a model)."
-        ),
-        "min_impact": Param(0.02, MIN_IMPACT),
-    },
-    claims_before=("fusion_candidates",),
-)

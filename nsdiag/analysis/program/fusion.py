@@ -31,8 +31,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding, FusionChain, share_of
+from nsdiag.analysis.program.analyses import FUSION_CANDIDATES
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.record import MIN_IMPACT, SAVED_MS, Param, ProgramAnalysis
 from nsdiag.model.names import short_names
 
 if TYPE_CHECKING:  # the rule loader imports the analyses' records
@@ -303,38 +303,3 @@ def _finding(
         details=FusionChain(names, len(occurrences)),
         estimate="names" if occurrences[0].by_names else "metrics",
     )
-
-
-FUSION_CANDIDATES = ProgramAnalysis(
-    name="fusion_candidates",
-    function=fusion_candidates,
-    needs="launches",
-    tables=("kernels",),
-    values={
-        "operations": "Operations in the chain (consecutive launches of one kernel are one).",
-        "chain": "Text: the chain's kernels, shortened, joined by ' -> '.",
-        "occurrences": "How many times the chain runs in the analysed region.",
-        "per_iteration": "Text: ', 2 per iteration' when iterations are known and the chain "
-        "runs at least once per iteration, else empty.",
-        "chain_traffic": "Text: what the intermediates cost, from ncu's byte counts, or that "
-        "the chain is estimated from elementwise kernel names and durations.",
-        "intermediate_mb": "Intermediates written to DRAM and read back, MB (n/a from names).",
-        "moved_mb": "DRAM bytes the chain moves, MB (n/a from names).",
-        "fused_mb": "DRAM bytes a fused kernel would move, MB (n/a from names).",
-        "saved_ms": SAVED_MS,
-    },
-    params={
-        "min_intermediate_bytes": Param(
-            1e6, "The smallest intermediate one operation writes for the next to link, bytes."
-        ),
-        "min_read_fraction": Param(
-            0.5, "The share of that intermediate the next operation must read back to link."
-        ),
-        "at_roof_dram_pct": Param(
-            75.0,
-            "The DRAM throughput, %, at which a byte-matched chain all of whose kernels reach "
-            "it is left out (equal sizes, not shared data) unless they are named elementwise.",
-        ),
-        "min_impact": Param(0.01, MIN_IMPACT),
-    },
-)

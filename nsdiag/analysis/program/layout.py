@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding, KernelDiagnosis, share_of
+from nsdiag.analysis.program.analyses import LAYOUT_CONVERSIONS
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.record import SAVED_MS, Param, ProgramAnalysis
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.names import short_names
 from nsdiag.model.signature import signature_key
@@ -122,27 +122,3 @@ def _bytes(found: pd.DataFrame) -> float:
     total = (found["read_bytes"] + found["write_bytes"]).sum(min_count=1)
     value = number(total)
     return value or 0.0
-
-
-LAYOUT_CONVERSIONS = ProgramAnalysis(
-    name="layout_conversions",
-    function=layout_conversions,
-    needs="launches",
-    tables=("kernels",),
-    values={
-        "share_pct": "Time in layout conversions, % of the analysed region's wall time.",
-        "time_us": "Time in layout conversions, us.",
-        "launches": "Launches of conversion kernels.",
-        "kernels": "Text: the five longest conversion kernels, shortened, with launches and time "
-        "('nchwToNhwcKernel (40x, 812 us), ...').",
-        "moved_mb": "DRAM bytes the conversions move, MB (n/a without ncu byte counts).",
-        "moved": "Text: '; they move 512 MB and compute nothing' when the bytes are known, else "
-        "empty.",
-        "saved_ms": SAVED_MS,
-    },
-    params={
-        "min_share": Param(
-            0.01, "The smallest time in conversions reported, share of the region's wall time."
-        ),
-    },
-)

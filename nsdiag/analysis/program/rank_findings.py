@@ -23,10 +23,11 @@ import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding, share_of
+from nsdiag.analysis.program.analyses import EXPOSED_COMMUNICATION, RANK_IMBALANCE
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.lateness import EXPLAINED, Lateness
 from nsdiag.analysis.program.ranks import CONSISTENT_SHARE, RankAnalysis, RankStep
-from nsdiag.analysis.program.record import Param, ProgramAnalysis
+from nsdiag.analysis.program.record import ProgramAnalysis
 from nsdiag.model.ranks import is_communication, rank_of
 
 if TYPE_CHECKING:  # the rule loader imports the analyses' records
@@ -239,61 +240,3 @@ def _collective_kinds(ctx: ProgramContext) -> str:
     ranks = max(len(set(rank_of(kernels))), 1)
     per_step = kinds.value_counts() / ranks / max(ctx.iterations, 1)
     return ", ".join(f"{k} x{v:.0f}" for k, v in per_step.items())
-
-
-# The rank analyses own the time inside communication kernels: gpu_idle_gaps counts an idle gap
-# less the communication kernels that cover it (view.py: comm_ns).
-RANK_IMBALANCE = ProgramAnalysis(
-    name="rank_imbalance",
-    function=rank_imbalance,
-    needs="ranks",
-    values={
-        "late_rank": "The late rank: it reaches the collectives after every other rank.",
-        "late_device": "The late rank's GPU (device id on its host).",
-        "late_host": "The late rank's host name ('this host' when the report lacks it).",
-        "waiting_ranks": "Text: the ranks that wait for it ('rank 0', 'ranks 0-6 and 8-255').",
-        "wait_ms": "The time the waiting ranks lose per step inside collectives with nothing "
-        "to compute, mean over them, ms.",
-        "wait_pct": "That wait, % of the step.",
-        "step_ms": "The step's wall time, ms.",
-        "last_at": "The collectives the late rank reached last.",
-        "collectives": "The collectives in the analysed region.",
-        "late_cause": "Text: what on the late rank accounts for its lateness: its host stalls "
-        "(no CUDA call for 1 ms or more), its GPU computes more, with the difference per step, "
-        "then late_ranges.",
-        "late_ranges": "Text: 'It spends longer than the others in NVTX range 'load_batch' "
-        "(12.00 ms more per step).' when a range is longer by a quarter of the delay or more, "
-        "else empty.",
-        "saved_ms": "What arriving with the others would save per step: the smallest wait of "
-        "the waiting ranks less the late rank's own wait, ms.",
-    },
-    params={
-        "min_impact": Param(0.2, "The smallest saving per step reported, share of the step."),
-    },
-    claims_before=("gpu_idle_gaps", "cpu_bound"),
-    held_back=unexplained_lateness,
-)
-
-EXPOSED_COMMUNICATION = ProgramAnalysis(
-    name="exposed_communication",
-    function=exposed_communication,
-    needs="ranks",
-    values={
-        "transfer_ms": "Collective transfer time per step (communication kernels minus waits "
-        "for late ranks), mean over the ranks, ms.",
-        "exposed_ms": "Of it, the time no computation runs on the GPU, mean over the ranks, ms.",
-        "overlap_pct": "The transfers' share overlapped with computation, %.",
-        "step_ms": "The step's wall time, ms.",
-        "collectives": "Text: the collectives per step by kind ('AllReduce x1').",
-        "worst_rank": "The rank with the most exposed transfer time.",
-        "worst_exposed_ms": "Its exposed transfer time per step, ms.",
-        "saved_ms": "What full overlap would save per step (the exposed transfer time), ms.",
-    },
-    params={
-        "max_overlap_fraction": Param(
-            0.25, "The largest share of the transfers overlapped with computation reported."
-        ),
-        "min_impact": Param(0.03, "The smallest saving per step reported, share of the step."),
-    },
-    claims_before=("gpu_idle_gaps",),
-)

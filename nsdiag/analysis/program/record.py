@@ -1,14 +1,18 @@
-"""One program analysis, declared once next to its function: `ProgramAnalysis`.
+"""One program analysis, declared once: `ProgramAnalysis`.
 
-Each analysis module ends with its record (fusion.py declares FUSION_CANDIDATES, timeline/idle.py
-GPU_IDLE_GAPS, ...); analysis/program/registry.py collects them into one dict, which the rule
-loader (analysis/rules/spec.py) checks program rules against and the diagnosis dispatches on.
-This module imports nothing of the rule loader at run time, so the loader can import the
-registry.
+The records are in analysis/program/analyses.py, each naming its function by module and name
+(`function_ref`, "nsdiag.analysis.program.fusion:fusion_candidates"): the function stays in its
+module, which imports its record, and is imported when the analysis first runs (`function`).
+analysis/program/registry.py collects the records into one dict, which the rule loader
+(analysis/rules/spec.py) checks program rules against and the diagnosis dispatches on; neither
+the loader nor `nsdiag rules` imports an analysis module (pandas, numpy) to do so. This module
+imports nothing of the rule loader at run time, so the loader can import the registry.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -31,6 +35,15 @@ TABLE_WORDS: dict[str, str] = {"kernels": "kernel table", "api_calls": "CUDA API
 
 SAVED_MS = "The time the fix would save in the analysed region, ms."
 MIN_IMPACT = "The smallest saving reported, as a share of the analysed region's wall time."
+# The template values every timeline finding has, besides its analysis's own
+# (timeline/findings.py range_values gives them).
+RANGE_VALUES: dict[str, str] = {
+    "range_label": "The NVTX range as a message names it (\"NVTX range 'step'\"), or 'work "
+    "outside NVTX ranges'.",
+    "range": "The NVTX range's name ('' outside ranges).",
+    "device": "The GPU's device id.",
+    "saved_ms": SAVED_MS,
+}
 
 
 @dataclass(frozen=True)
@@ -46,7 +59,8 @@ class ProgramAnalysis:
     """What the registry, the rule loader and the diagnosis know of one program analysis."""
 
     name: str  # what a rule file's `analysis = "..."` names
-    function: Callable[[RuleSpec, ProgramContext], list[Finding]]
+    # "module:function": `function(rule, ctx) -> list[Finding]`, in a module of analysis/program/
+    function_ref: str
     needs: Needs
     # The values the analysis gives its rule's `message` and `fix` templates (numbers in the unit
     # their name says, `_ms`, `_us`, `_mb`, `_pct`; a text value is a few words computed in code
@@ -58,9 +72,20 @@ class ProgramAnalysis:
     # fix) is taken out of theirs first, so that no saving is counted twice
     # (timeline/attribution.py says how the time is split).
     claims_before: tuple[str, ...] = ()
-    # Holds back a finding whose size qualifies when its evidence does not, and says why (listed
-    # with the skipped rules: never dropped silently); None: it does not hold back.
-    held_back: Callable[[RuleSpec, ProgramContext], str | None] | None = None
+    # "module:function" of a check `(rule, ctx) -> str | None` that holds back a finding whose
+    # size qualifies when its evidence does not, and says why (listed with the skipped rules:
+    # never dropped silently); None: it does not hold back.
+    held_back_ref: str | None = None
+
+    @property
+    def function(self) -> Callable[[RuleSpec, ProgramContext], list[Finding]]:
+        """The analysis function (its module imported on first use)."""
+        return _resolve(self.function_ref)  # type: ignore[no-any-return]
+
+    @property
+    def held_back(self) -> Callable[[RuleSpec, ProgramContext], str | None] | None:
+        """The hold-back check, or None."""
+        return None if self.held_back_ref is None else _resolve(self.held_back_ref)
 
     @property
     def defaults(self) -> dict[str, float]:
@@ -81,3 +106,10 @@ class ProgramAnalysis:
             odd = sorted(values.keys() ^ self.values.keys())
             raise ValueError(f"analysis {self.name} gives values {odd} unlike its record")
         return render(rule.message, values), render(rule.fix, values)
+
+
+@functools.cache
+def _resolve(ref: str) -> Any:
+    """The object a "module:name" reference names."""
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)

@@ -1,25 +1,29 @@
 """Program-level analyses: dispatch rule files with scope = "program" to their analysis.
 
-Every analysis is declared once, next to its function, as a `ProgramAnalysis` record
-(analysis/program/record.py): its name, the function `analysis(rule, ctx)` (the rule and the
-ProgramContext built once per diagnosis), what the session must hold, the nsys tables it reads,
-the values its rule's message and fix templates may use, its parameters with their defaults,
-what it claims before other analyses and an optional hold-back check. PROGRAM_ANALYSES collects
-the records; the rule loader (analysis/rules/spec.py) checks each program rule against its
-analysis's record (its name, its templates' values, its `[params]` keys), and the diagnosis
-runs the rules' analyses here.
+Every analysis is declared once, as a `ProgramAnalysis` record (analysis/program/record.py) in
+analysis/program/analyses.py: its name, its function `analysis(rule, ctx)` (the rule and the
+ProgramContext built once per diagnosis) by module and name, what the session must hold, the
+nsys tables it reads, the values its rule's message and fix templates may use, its parameters
+with their defaults, what it claims before other analyses and an optional hold-back check.
+PROGRAM_ANALYSES collects the records; the rule loader (analysis/rules/spec.py) checks each
+program rule against its analysis's record (its name, its templates' values, its `[params]`
+keys), and the diagnosis runs the rules' analyses here. This module and the records import no
+analysis module (nor pandas): an analysis's module is imported when it first runs, so loading
+and listing the rules (`nsdiag rules`) stays light.
 
 To add a program analysis:
 1. Write `my_analysis(rule, ctx) -> list[Finding]` in a module of analysis/program/ (a timeline
    analysis in timeline/, reporting through timeline/findings.py's per_range and make_finding).
    Read its thresholds with `params = MY_ANALYSIS.params_of(rule)` (the defaults overlaid by the
    rule file's `[params]`; never a literal default at the call site) and format the finding's
-   message and fix with `MY_ANALYSIS.text(rule, values)`.
-2. Below the function, declare `MY_ANALYSIS = ProgramAnalysis(name="my_analysis", ...)`: every
-   value it gives the templates and every parameter, each with a one-line meaning; the tables it
-   needs; `claims_before` when other analyses must count only the time it leaves them (say how in
-   timeline/attribution.py, and make them subtract it); `held_back` when a finding large enough
-   can still be withheld with a reason.
+   message and fix with `MY_ANALYSIS.text(rule, values)`, importing MY_ANALYSIS from
+   analyses.py.
+2. In analyses.py, declare `MY_ANALYSIS = ProgramAnalysis(name="my_analysis",
+   function_ref="nsdiag.analysis.program.my_module:my_analysis", ...)`: every value it gives
+   the templates and every parameter, each with a one-line meaning; the tables it needs;
+   `claims_before` when other analyses must count only the time it leaves them (say how in
+   timeline/attribution.py, and make them subtract it); `held_back_ref` when a finding large
+   enough can still be withheld with a reason.
 3. Add the record to PROGRAM_ANALYSES below, and a rule file rules/NSDxxx-slug.toml with
    scope = "program", analysis = "my_analysis", its `[params]` and templates (a new cause slug
    goes in the vocabulary, analysis/rules/spec.py PROGRAM_CAUSES and DESIGN.md).
@@ -33,23 +37,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from nsdiag.analysis.diagnosis import Finding, Skipped
-from nsdiag.analysis.program.attention import EAGER_ATTENTION
-from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.fusion import FUSION_CANDIDATES
-from nsdiag.analysis.program.layout import LAYOUT_CONVERSIONS
-from nsdiag.analysis.program.rank_findings import EXPOSED_COMMUNICATION, RANK_IMBALANCE
-from nsdiag.analysis.program.record import TABLE_WORDS, ProgramAnalysis
-from nsdiag.analysis.program.timeline.host_wait import (
+from nsdiag.analysis.program.analyses import (
     CPU_BOUND,
+    EAGER_ATTENTION,
+    EXPOSED_COMMUNICATION,
+    FUSION_CANDIDATES,
     IDLE_OTHER,
     LAUNCH_BOUND,
+    LAYOUT_CONVERSIONS,
+    NO_COPY_COMPUTE_OVERLAP,
+    PAGEABLE_MEMCPY,
+    RANK_IMBALANCE,
     SYNC_BOUND,
 )
-from nsdiag.analysis.program.timeline.overlap import NO_COPY_COMPUTE_OVERLAP
-from nsdiag.analysis.program.timeline.pageable import PAGEABLE_MEMCPY
+from nsdiag.analysis.program.record import TABLE_WORDS, ProgramAnalysis
 
-if TYPE_CHECKING:  # the rule loader imports this registry
+if TYPE_CHECKING:  # the rule loader imports this registry; the diagnosis imports pandas
+    from nsdiag.analysis.diagnosis import Finding, Skipped
+    from nsdiag.analysis.program.context import ProgramContext
     from nsdiag.analysis.rules.spec import RuleSpec
 
 PROGRAM_ANALYSES: dict[str, ProgramAnalysis] = {
@@ -98,6 +103,8 @@ def _skip_reason(rule: RuleSpec, ctx: ProgramContext) -> str | None:
 def program_findings(
     ctx: ProgramContext, rules: Sequence[RuleSpec]
 ) -> tuple[list[Finding], list[Skipped]]:
+    from nsdiag.analysis.diagnosis import Skipped
+
     findings: list[Finding] = []
     skipped: list[Skipped] = []
     for rule in rules:

@@ -10,7 +10,9 @@ Users fix their steady state, not their start-up. The region is, in this order:
    benchmark) or none does, the part of the run the NVTX ranges cover;
 4. without NVTX ranges, the repeating sequence of kernel launches (with the host's
    synchronisations, which mark iteration ends a signature alone may not show);
-5. the whole timeline, when nothing repeats.
+5. when nothing repeats, everything from the first kernel launch on: the host's work before it
+   (imports, model construction, CUDA initialisation, module loading) is start-up, summarised
+   and never ranked (the whole timeline when no kernel ran).
 Leading iterations that are slower than the steady ones, or launch other kernels (autotuning,
 compilation, lazy loading, allocator growth), are warm-up and left out. An iteration runs from
 its start to the start of the next, so host work between iterations (data loading, logging)
@@ -82,9 +84,21 @@ def choose_region(
     if windows:
         return profiler_region(windows, launches, bounds)
     found = nvtx_region(nvtx, launches, bounds) or sequence_region(kernels, launches, api, bounds)
-    return found or Region(
-        "whole", "the whole timeline (no loop or profiler range found)", (bounds,), *bounds
+    return found or _after_start_up(launches, bounds)
+
+
+def _after_start_up(launches: IntArray, bounds: Window) -> Region:
+    """No loop and no range: the timeline from the first kernel launch on."""
+    first = int(launches.min()) if len(launches) else bounds[0]
+    if first <= bounds[0]:
+        return Region(
+            "whole", "the whole timeline (no loop or profiler range found)", (bounds,), *bounds
+        )
+    what = (
+        "the timeline from the first kernel launch on (no loop or profiler range found; "
+        "what came before it is start-up)"
     )
+    return Region("whole", what, ((first, bounds[1]),), *bounds)
 
 
 def reference_rank(

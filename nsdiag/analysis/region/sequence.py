@@ -21,6 +21,7 @@ from nsdiag.model.signature import SEPARATOR, signature_keys
 
 MIN_MATCH = 0.9  # share of launches that must repeat one period later
 MAIN_LOOP_SHARE = 0.5  # a loop runs at least this share of the time of the longest-running one
+LAST_AT_MOST = 1.5  # the last iteration, ended by its GPU work, at most this many of the one before
 
 
 def synced_before(launches: IntArray, api: pd.DataFrame) -> BoolArray:
@@ -72,12 +73,28 @@ def _periodic_stretches(codes: IntArray, period: int) -> list[Window]:
     return stretches
 
 
-def _cut(launches: IntArray, period: int, a: int, b: int) -> list[Iteration]:
-    """Iterations of a periodic stretch, cut where the host paused longest between launches."""
+def _cut(launches: IntArray, ends: IntArray, period: int, a: int, b: int) -> list[Iteration]:
+    """Iterations of a periodic stretch, cut where the host paused longest between launches.
+    Each runs from its first launch to the next one's; the last complete one, which has no next,
+    about as long as the others (below), so a loop of three repetitions gives three
+    iterations."""
     host_gap = np.diff(launches, prepend=launches[0])
     scores = [float(np.median(host_gap[a + o : b : period])) for o in range(period)]
     cuts = list(range(a + int(np.argmax(scores)), b, period))
     windows = [(int(launches[i]), int(launches[j])) for i, j in itertools.pairwise(cuts)]
+    last = cuts[-1]
+    if last + period <= b and windows:
+        # as long as the iteration before it, or to the end of its GPU work where that is
+        # later (never past LAST_AT_MOST times that: work queued long before it ran is not the
+        # loop's), nor past the launch after the stretch
+        start = int(launches[last])
+        typical = float(windows[-1][1] - windows[-1][0])  # its predecessor (past warm-up)
+        end = max(int(ends[last : last + period].max()) + 1, start + int(typical))
+        end = min(end, start + int(LAST_AT_MOST * typical))
+        if b < len(launches):
+            end = min(end, int(launches[b]))
+        if end > launches[last + period - 1]:
+            windows.append((start, end))
     return as_iterations(windows, launches)
 
 
@@ -91,17 +108,20 @@ def sequence_iterations(
     codes = _signature_codes(kernels, synced)
     if len(codes) < 2 * MIN_ITERATIONS:
         return None
+    ends = pd.to_numeric(kernels["end_ns"], errors="coerce").fillna(0).to_numpy("int64")
+    ends = np.maximum(ends, launches)
     found = []
     for period in _candidate_periods(codes):
         for a, b in _periodic_stretches(codes, period):
-            iterations = _cut(launches, period, a, b)
+            iterations = _cut(launches, ends, period, a, b)
             if len(iterations) >= MIN_ITERATIONS:
                 found.append((sum(i.wall_ns for i in iterations), period, iterations))
     if not found:
         return None
     longest = max(covered for covered, _, _ in found)
     main = [f for f in found if f[0] >= MAIN_LOOP_SHARE * longest]
-    _, period, iterations = max(main, key=lambda f: (f[2][-1].end_ns, -f[1]))
+    # the last iteration's start: where the last cut falls (its end is estimated from GPU work)
+    _, period, iterations = max(main, key=lambda f: (f[2][-1].start_ns, -f[1]))
     return period, iterations
 
 

@@ -3,7 +3,8 @@
 A rule's condition, impact, evidence and message read names from:
 - catalogue metrics (nsdiag/model/catalogue.py): per launch; on a kernel signature, the mean
   over its profiled launches (so `duration_ns` is the signature's mean launch);
-- derived metrics (`derived.DERIVED_METRICS`), computed per launch from catalogue metrics;
+- derived metrics (`derived_names.DERIVED_METRICS`), computed per launch from catalogue metrics
+  (kernel/derived.py);
 - signature values (`SIGNATURE_VALUES`), computed when launches are grouped into signatures;
 - context values (`CONTEXT_VALUES`), computed per signature from its verdict, roofline and share
   of GPU time: adding one is one entry here;
@@ -13,8 +14,9 @@ The rule loader accepts exactly these names (`rule_names`), so a typo fails when
 A rule's message and fix may name the values of the condition's registry but not CONSTANTS or
 params (kernel_values does not give them), and also text values: words computed per signature
 for the message (which side of the memory traffic, which kind of kernel, what limits occupancy),
-never read by a condition (`TEXT_VALUES`, `FACT_TEXT_VALUES`, derived.DERIVED_TEXTS). The loader
-checks both templates against `template_names`.
+never read by a condition (`TEXT_VALUES`, `FACT_TEXT_VALUES`, derived_names.DERIVED_TEXTS). The
+loader checks both templates against `template_names`. This module imports no pandas or numpy
+(nor do the modules it imports at load time): `nsdiag rules` loads and lists the rules without.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nsdiag.analysis.kernel.derived import DERIVED_METRICS, DERIVED_TEXTS
+from nsdiag.analysis.kernel.derived_names import DERIVED_METRICS, DERIVED_TEXTS
 from nsdiag.analysis.kernel.gemm_reference import GemmReference, is_fallback
 from nsdiag.analysis.kernel.roofline import RooflinePosition
 from nsdiag.analysis.kernel.verdict import LAUNCH_NS, SATURATED_PCT, Verdict

@@ -10,8 +10,8 @@ from markupsafe import Markup
 from nsdiag.analysis.diff import Diff
 from nsdiag.render.diff import charts as diff_charts
 from nsdiag.render.diff import rows as diff_rows
-from nsdiag.render.html import _asset, _chart, environment
-from nsdiag.render.plotly_js import plotly_js
+from nsdiag.render.html import _asset, _chart, compact, environment
+from nsdiag.render.plotly_js import inline
 from nsdiag.render.registry import DiffOptions
 from nsdiag.version import __version__
 
@@ -110,10 +110,11 @@ def context(diff: Diff) -> dict[str, Any]:
         "timelines": timelines,
         "css": _asset("report.css"),
         "js": _asset("report.js"),
-        "plotly_js": Markup(plotly_js()),
+        "plotly_js": Markup(inline()),
     }
 
 
 def render_diff_html(diff: Diff, options: DiffOptions | None = None) -> str:
     """Every match is listed (a sortable table): `options.top` does not cut it."""
-    return environment().get_template(TEMPLATE).render(**context(diff))
+    template = environment().get_template(TEMPLATE)
+    return compact(lambda ctx: template.render(**ctx), context(diff))

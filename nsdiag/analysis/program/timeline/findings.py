@@ -12,22 +12,13 @@ import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding, share_of
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.record import SAVED_MS, ProgramAnalysis
+from nsdiag.analysis.program.record import ProgramAnalysis
 from nsdiag.analysis.program.timeline.nvtx import UNNAMED, label
 from nsdiag.analysis.program.timeline.view import TimelineView
 from nsdiag.model.session import Session
 
 if TYPE_CHECKING:  # the rule loader imports the analyses' records
     from nsdiag.analysis.rules.spec import RuleSpec
-
-# The template values every timeline finding has, besides its analysis's own (range_values).
-RANGE_VALUES: dict[str, str] = {
-    "range_label": "The NVTX range as a message names it (\"NVTX range 'step'\"), or 'work "
-    "outside NVTX ranges'.",
-    "range": "The NVTX range's name ('' outside ranges).",
-    "device": "The GPU's device id.",
-    "saved_ms": SAVED_MS,
-}
 
 
 @dataclass(frozen=True)
@@ -109,7 +100,7 @@ def range_wall_ns(session: Session, v: TimelineView, name: str, device: int) -> 
 
 
 def range_values(draft: Draft, v: TimelineView | None = None) -> dict[str, Any]:
-    """The template values every timeline finding has (RANGE_VALUES). Where the
+    """The template values every timeline finding has (record.RANGE_VALUES). Where the
     view's lanes are ranks, the device is the rank's and the label names the rank."""
     rank = v.rank_of(draft.device) if v is not None else None
     return {

@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding
+from nsdiag.analysis.program.analyses import CPU_BOUND, IDLE_OTHER, LAUNCH_BOUND, SYNC_BOUND
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.record import MIN_IMPACT, Param, ProgramAnalysis
+from nsdiag.analysis.program.record import ProgramAnalysis
 from nsdiag.analysis.program.timeline.findings import (
-    RANGE_VALUES,
     Draft,
     make_finding,
     share,
@@ -148,31 +148,6 @@ def launch_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     return _per_device(LAUNCH_BOUND, rule, ctx, "launch", draft)
 
 
-LAUNCH_BOUND = ProgramAnalysis(
-    name="launch_bound",
-    function=launch_bound,
-    needs="timeline",
-    tables=("kernels", "api_calls"),
-    values={
-        **RANGE_VALUES,
-        "idle_ms": "GPU idle time while the host was launching work, ms (per iteration where "
-        "the region has iterations).",
-        "per": "Text: ' per iteration' where the region has iterations, else empty.",
-        "launches": "Kernel launches on the device (per iteration).",
-        "kernel_us": "Mean GPU time of a kernel, us.",
-        "host_per_launch_us": "The host's pace: GPU busy plus launch-idle time per launch, us.",
-        "busy_pct": "Share of the region's iterations the GPU is busy, %.",
-        "saved_per_ms": "The saving per iteration (or in the region), ms.",
-        "graph_note": "Text: a sentence when the program already replays CUDA graphs, else empty.",
-    },
-    params={
-        "graph_node_gap_ns": Param(
-            1000, "The gap a CUDA graph still leaves between two kernels, ns (not saved)."
-        ),
-        "min_impact": Param(0.02, MIN_IMPACT),
-    },
-)
-
 # --- CPU-bound ------------------------------------------------------------------------------
 
 
@@ -231,27 +206,6 @@ def cpu_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     return _per_device(CPU_BOUND, rule, ctx, "cpu", draft)
 
 
-CPU_BOUND = ProgramAnalysis(
-    name="cpu_bound",
-    function=cpu_bound,
-    needs="timeline",
-    tables=("kernels", "api_calls"),
-    values={
-        **RANGE_VALUES,
-        "idle_ms": "GPU idle time while the host ran code with no CUDA call, ms (per "
-        "iteration where the region has iterations).",
-        "per": "Text: ' per iteration' where the region has iterations, else empty.",
-        "busy_pct": "Share of the region's iterations the GPU is busy, %.",
-        "stretches": "Text: the host stretches without CUDA calls that cost most idle time, "
-        "longest first, with the calls before and after each, the NVTX range the host was in "
-        "and whether a copy to the GPU followed.",
-        "input_note": "Text: a sentence when most of that time ends in a host-to-device copy "
-        "(the host prepares input), else empty.",
-        "saved_per_ms": "The saving per iteration (or in the region), ms.",
-    },
-    params={"min_impact": Param(0.02, MIN_IMPACT)},
-)
-
 # --- sync-bound -----------------------------------------------------------------------------
 
 
@@ -295,25 +249,6 @@ def sync_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
 
     return _per_device(SYNC_BOUND, rule, ctx, "sync_ns", draft)
 
-
-SYNC_BOUND = ProgramAnalysis(
-    name="sync_bound",
-    function=sync_bound,
-    needs="timeline",
-    tables=("kernels", "api_calls"),
-    values={
-        **RANGE_VALUES,
-        "sync_calls": "Blocking synchronisation calls (per iteration).",
-        "per": "Text: ' per iteration' where the region has iterations, else empty.",
-        "sync_names": "Text: the three most frequent calls with their counts.",
-        "opened_ms": "GPU idle time in gaps a sync drained, ms (per iteration).",
-        "slack_ms": "The host's slack: wall time less max(host's own time, GPU busy time), ms "
-        "(per iteration).",
-        "saved_per_ms": "The saving per iteration (or in the region), ms.",
-    },
-    params={"min_impact": Param(0.01, MIN_IMPACT)},
-    claims_before=("launch_bound", "cpu_bound", "gpu_idle_gaps"),
-)
 
 # --- what fits neither ----------------------------------------------------------------------
 
@@ -360,23 +295,6 @@ def _alloc_calls(api: pd.DataFrame) -> str:
     mine = names[names.str.contains(ALLOC_PATTERN, regex=True)]
     top = mine.value_counts().head(3)
     return ", ".join(f"{c} x{k}" for c, k in top.items()) or "none"
-
-
-IDLE_OTHER = ProgramAnalysis(
-    name="gpu_idle_gaps",
-    function=idle_other,
-    needs="timeline",
-    tables=("kernels",),
-    values={
-        **RANGE_VALUES,
-        "idle_ms": "GPU idle time the other causes do not explain, ms (per iteration).",
-        "per": "Text: ' per iteration' where the region has iterations, else empty.",
-        "host_activity": "Text: what the host did meanwhile, with the time of each.",
-        "top_calls": "Text: the region's most frequent allocation and module-loading calls.",
-        "saved_per_ms": "The saving per iteration (or in the region), ms.",
-    },
-    params={"min_impact": Param(0.05, MIN_IMPACT)},
-)
 
 
 def _account_json(account: WaitAccount, group: pd.DataFrame) -> dict[str, float]:

@@ -11,10 +11,9 @@ import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding
+from nsdiag.analysis.program.analyses import NO_COPY_COMPUTE_OVERLAP, PAGEABLE_MEMCPY
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.record import MIN_IMPACT, Param, ProgramAnalysis
 from nsdiag.analysis.program.timeline.findings import (
-    RANGE_VALUES,
     Draft,
     make_finding,
     peer_params,
@@ -22,7 +21,6 @@ from nsdiag.analysis.program.timeline.findings import (
     worth_reporting,
 )
 from nsdiag.analysis.program.timeline.nvtx import label
-from nsdiag.analysis.program.timeline.pageable import PAGEABLE_MEMCPY
 from nsdiag.analysis.program.timeline.pinned import pageable_saving, pinned_model, pinned_ratio
 from nsdiag.analysis.program.timeline.view import TimelineView
 from nsdiag.model.intervals import union_ns_by_group
@@ -202,30 +200,3 @@ def _draft(
         for m in measured
     ]
     return Draft(s.device, s.range, s.saved_ns, values, evidence, details)
-
-
-NO_COPY_COMPUTE_OVERLAP = ProgramAnalysis(
-    name="no_copy_compute_overlap",
-    function=no_copy_compute_overlap,
-    needs="timeline",
-    tables=("kernels",),
-    values={
-        **RANGE_VALUES,
-        "copy_ms": "Busy time of the host-device copies, ms (H2D plus D2H).",
-        "h2d_ms": "Busy time of the host-to-device copies, ms.",
-        "d2h_ms": "Busy time of the device-to-host copies, ms.",
-        "kernel_ms": "Busy time of the kernels, ms.",
-        "possible_overlap_ms": "What perfect overlap would hide: the stages' sum minus the "
-        "longest, ms.",
-        "overlap_pct": "The overlap achieved, % of the possible overlap.",
-        "streams": "Text: where the work ran ('all on stream 7', 'on streams 7, 13').",
-        "overlap_elsewhere": "Text: ' Overlap measured elsewhere in this timeline: <range> "
-        "<pct>%, ....' for the device's other ranges that overlap well, else empty.",
-    },
-    params={
-        "max_overlap_fraction": Param(
-            0.3, "The most overlap achieved, as a fraction of the possible overlap, reported."
-        ),
-        "min_impact": Param(0.01, MIN_IMPACT),
-    },
-)

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding
+from nsdiag.analysis.program.analyses import PAGEABLE_MEMCPY
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.record import MIN_IMPACT, Param, ProgramAnalysis
-from nsdiag.analysis.program.timeline.findings import RANGE_VALUES, Draft, per_range, share
+from nsdiag.analysis.program.timeline.findings import Draft, per_range, share
 from nsdiag.analysis.program.timeline.pinned import pageable_saving, pinned_model
 
 if TYPE_CHECKING:  # the rule loader imports the analyses' records
@@ -88,36 +88,3 @@ def _draft(
         "streams": sorted(map(int, group["stream"].unique())),
     }
     return Draft(device, name, saved, values, evidence, details)
-
-
-PAGEABLE_MEMCPY = ProgramAnalysis(
-    name="pageable_memcpy",
-    function=pageable_memcpy,
-    needs="timeline",
-    values={
-        **RANGE_VALUES,
-        "copies": "Host-device copies from pageable memory of at least min_copy_bytes.",
-        "copy_mb": "The bytes they move, MB.",
-        "copy_ms": "The time they take, ms.",
-        "copy_gb_per_s": "Their bandwidth, GB/s.",
-        "pinned_gb_per_s": "The bandwidth pinned copies reach in this timeline, GB/s (n/a when "
-        "there is none).",
-        "assumed_pinned_speedup": "The rule's assumed_pinned_speedup (used when no pinned copy "
-        "was measured).",
-        "pinned_basis": "Text: what the pinned estimate rests on ('pinned copies in this "
-        "timeline reach 24.0 GB/s', or 'no pinned copy to compare with: assumed 2x faster "
-        "pinned').",
-    },
-    params={
-        "min_copy_bytes": Param(
-            1 << 20, "The smallest copy counted, bytes (smaller ones are latency-bound)."
-        ),
-        "assumed_pinned_speedup": Param(
-            2.0, "How much faster a pinned copy is when the timeline has none to measure."
-        ),
-        "min_impact": Param(0.01, MIN_IMPACT),
-    },
-    # Copy time beyond the pinned estimate is its own: no_copy_compute_overlap counts the
-    # overlap left after the pinned-memory fix (overlap.py runs this rule's pinned-copy model).
-    claims_before=("no_copy_compute_overlap",),
-)
