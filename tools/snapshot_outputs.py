@@ -5,7 +5,8 @@ versions of the code can be compared file by file (a refactoring must leave them
 
 Runs the CLI in this process (click's test runner), so it measures the code on sys.path: run it
 from a checkout, or with PYTHONPATH pointing at another one. HTML reports are stored without
-the inlined plotly.js (identical in both and 1.3 MB each); the checkout's path to tests/data is
+the inlined plotly.js (identical in both and 1.3 MB each; each report's full size is in its
+.report.html.log, which tools/report_sizes.py lists); the checkout's path to tests/data is
 written as DATA, so two checkouts compare equal.
 """
 
@@ -98,6 +99,7 @@ def snapshot(out: Path) -> int:
             target = out / f"{name}.report.{suffix}"
             log = _run(runner, ["report", *inputs, "-o", str(target)])
             if target.exists() and suffix == "html":
+                log += f"size {target.stat().st_size} bytes\n"  # tools/report_sizes.py
                 target.write_text(_PLOTLY.sub("<script>PLOTLY</script>", target.read_text()))
             (out / f"{name}.report.{suffix}.log").write_text(log.replace(str(out), "OUT"))
         count += 1

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis
+from nsdiag.analysis.program.user_range import program_ranges
 from nsdiag.analysis.region.sequence import synced_before
 from nsdiag.analysis.region.windows import launch_times
 from nsdiag.model.kernel_facts import parse_kernel_name
@@ -112,7 +113,7 @@ def from_timeline(ctx: ProgramContext) -> pd.DataFrame:
             "block": k["block"].astype(str),
             "process_id": k.get("process_id", 0),
             "stream": k["stream"],
-            "range": rng.astype("object").where(rng.notna(), "").astype(str),
+            "range": program_ranges(rng.to_numpy(dtype=object)),
             "launch_ns": launch,
             "duration_ns": pd.to_numeric(k["duration_ns"], errors="coerce").fillna(0.0),
             "synced_before": synced_before(launch, ctx.session.api_calls),
@@ -144,7 +145,7 @@ def from_profiled(ctx: ProgramContext) -> pd.DataFrame:
             "block": d["block"].astype(str) if "block" in d else "",
             "process_id": d.get("process_id", 0),
             "stream": d.get("stream", 0),
-            "range": rng.astype("object").where(rng.notna(), "").astype(str),
+            "range": program_ranges(rng.to_numpy(dtype=object)),
             "launch_ns": np.arange(len(d)),
             "duration_ns": col("duration_ns").fillna(0.0),
             # no timeline, no synchronisations: NVTX range changes are the boundaries known

@@ -23,6 +23,7 @@ import pandas as pd
 
 from nsdiag.analysis.program.timeline.attribution import sync_claims
 from nsdiag.analysis.program.timeline.nvtx import UNNAMED
+from nsdiag.analysis.program.user_range import program_ranges
 from nsdiag.model.ranks import is_communication, rank_of, session_ranks
 from nsdiag.model.session import Session
 
@@ -192,8 +193,7 @@ def _labels(timeline: pd.DataFrame, order: npt.NDArray[np.intp]) -> dict[str, np
     String columns stay numpy object arrays (no per-row string dtype conversion); `range_code`
     is an integer twin of `range` for fast grouping."""
     kind = _objects(timeline, "kind", "")[order]
-    rng = _objects(timeline, "nvtx_range", UNNAMED)[order]
-    rng = np.where(pd.isna(rng), UNNAMED, rng)
+    rng = program_ranges(_objects(timeline, "nvtx_range", UNNAMED)[order])
     codes, _ = pd.factorize(rng)
     extra: dict[str, np.ndarray] = {"kind": kind, "range": rng, "range_code": codes.astype("int64")}
     for column in ("copy_kind", "src_kind", "dst_kind"):

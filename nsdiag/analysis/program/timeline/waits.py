@@ -213,7 +213,8 @@ def _host_shares(
     tids = gaps["thread_id"].to_numpy("int64")
     starts, ends = gaps["start_ns"].to_numpy("int64"), gaps["end_ns"].to_numpy("int64")
     idle = gaps["idle_ns"].to_numpy("float64")
-    stretch_rows: list[dict[str, object]] = []
+    pids = gaps["process_id"].to_numpy("int64")
+    stretch_rows: list[pd.DataFrame] = []
     for tid in np.unique(tids):
         rows = np.flatnonzero(tids == tid)
         thread = threads.get(int(tid))
@@ -239,30 +240,37 @@ def _host_shares(
         for c in range(len(CATEGORIES)):
             counts[rows, c] = (category == c).sum(axis=1)
         cpu = ~inside & long_stretch & (i >= 0) & (i + 1 < len(thread.starts))
-        for r, k in zip(*np.nonzero(cpu), strict=True):
+        r, k = np.nonzero(cpu)
+        if len(r):
+            # one row per (stretch, gap) sample group, built with array operations: a long
+            # recording samples hundreds of thousands of CPU moments
             stretch_rows.append(
-                {
-                    "process_id": int(gaps["process_id"].to_numpy()[rows[r]]),
-                    "thread_id": int(tid),
-                    "start_ns": int(prev_end[r, k]),
-                    "end_ns": int(next_start[r, k]),
-                    "idle_ns": float(idle[rows[r]]) / SAMPLES,
-                    "before": str(thread.last_name[i[r, k]]),
-                    "after": str(thread.first_name[nxt[r, k]]),
-                    "after_copy": bool(thread.copy_soon[nxt[r, k]]),
-                }
+                pd.DataFrame(
+                    {
+                        "process_id": pids[rows[r]],
+                        "thread_id": int(tid),
+                        "start_ns": prev_end[r, k],
+                        "end_ns": next_start[r, k],
+                        "idle_ns": idle[rows[r]] / SAMPLES,
+                        "before": thread.last_name[i[r, k]],
+                        "after": thread.first_name[nxt[r, k]],
+                        "after_copy": thread.copy_soon[nxt[r, k]],
+                    }
+                )
             )
     stretches = _stretches(stretch_rows, api)
     return counts / SAMPLES, stretches
 
 
-def _stretches(rows: list[dict[str, object]], api: pd.DataFrame) -> pd.DataFrame:
+def _stretches(rows: list[pd.DataFrame], api: pd.DataFrame) -> pd.DataFrame:
     """The CPU stretches, one row each (the idle time sampled inside it summed), most idle time
     first; `after_copy`: a copy follows within COPY_SOON_NS (the host prepared input)."""
     if not rows:
         return _no_stretches()
     keys = ["process_id", "thread_id", "start_ns", "end_ns", "before", "after", "after_copy"]
-    frame = pd.DataFrame(rows).groupby(keys, as_index=False).agg(idle_ns=("idle_ns", "sum"))
+    frame = pd.concat(rows, ignore_index=True).groupby(keys, as_index=False).agg(
+        idle_ns=("idle_ns", "sum")
+    )
     return frame.sort_values(by="idle_ns", ascending=False).reset_index(drop=True)
 
 
@@ -372,19 +380,19 @@ def _claim_for_syncs(gaps: pd.DataFrame, iterations: pd.DataFrame) -> None:
     gaps["sync_ns"] = 0.0
     if not len(iterations) or not len(gaps):
         return
-    per_iteration = len(iterations) > 1 or (gaps["iteration"] >= 0).all()
-    for index, row in iterations.iterrows():
-        if row["sync_ns"] <= 0:
-            continue
-        mask = gaps["opened"] & ((gaps["iteration"] == index) if per_iteration else True)
-        opened = gaps.loc[mask, "idle_ns"]
-        total = float(opened.sum())
-        if total <= 0:
-            continue
-        fraction = min(row["sync_ns"] / total, 1.0)
-        gaps.loc[mask, "sync_ns"] = opened * fraction
-        for category in CATEGORIES:
-            gaps.loc[mask, category] = gaps.loc[mask, category] * (1 - fraction)
+    which = gaps["iteration"].to_numpy("int64")
+    if not (len(iterations) > 1 or (which >= 0).all()):
+        which = np.zeros(len(gaps), dtype="int64")  # one window: every gap is its
+    idle = gaps["idle_ns"].to_numpy("float64")
+    mine = gaps["opened"].to_numpy(bool) & (which >= 0) & (which < len(iterations))
+    opened = np.bincount(which[mine], weights=idle[mine], minlength=len(iterations))
+    claim = iterations["sync_ns"].to_numpy("float64")
+    share = np.divide(claim, opened, out=np.zeros(len(claim)), where=(opened > 0) & (claim > 0))
+    fraction = np.zeros(len(gaps))
+    fraction[mine] = np.minimum(share, 1.0)[which[mine]]
+    gaps["sync_ns"] = idle * fraction
+    for category in CATEGORIES:
+        gaps[category] = gaps[category].to_numpy("float64") * (1 - fraction)
 
 
 def by_category(account: WaitAccount) -> dict[str, float]:
