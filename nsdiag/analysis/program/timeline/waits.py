@@ -268,8 +268,10 @@ def _stretches(rows: list[pd.DataFrame], api: pd.DataFrame) -> pd.DataFrame:
     if not rows:
         return _no_stretches()
     keys = ["process_id", "thread_id", "start_ns", "end_ns", "before", "after", "after_copy"]
-    frame = pd.concat(rows, ignore_index=True).groupby(keys, as_index=False).agg(
-        idle_ns=("idle_ns", "sum")
+    frame = (
+        pd.concat(rows, ignore_index=True)
+        .groupby(keys, as_index=False)
+        .agg(idle_ns=("idle_ns", "sum"))
     )
     return frame.sort_values(by="idle_ns", ascending=False).reset_index(drop=True)
 
