@@ -114,8 +114,13 @@ def _evidence(finding: Finding) -> list[dict[str, str]]:
     ]
 
 
-def _finding(finding: Finding, diagnosis: Diagnosis, names: dict[str, str]) -> dict[str, Any]:
+def _finding(
+    finding: Finding, diagnosis: Diagnosis, names: dict[str, str], of: str = "kernel"
+) -> dict[str, Any]:
+    """`of`: what the finding's recoverable share is of, where it has no NVTX range (a kernel
+    card's finding: the kernel; a program finding: the device's time)."""
     return {
+        "of": "range" if finding.range else of,
         "rule": finding.rule,
         "cause": finding.cause,
         "title": finding.title,
@@ -429,7 +434,9 @@ def context(
         "roofline_capped": max(len(diagnosis.kernels) - options.roofline_points, 0),
         "cards": [_card(k, i + 1, diagnosis, names) for i, k in enumerate(carded)],
         "left_out": _left_out(diagnosis, carded, options),
-        "program_findings": [_finding(f, diagnosis, names) for f in diagnosis.program_findings],
+        "program_findings": [
+            _finding(f, diagnosis, names, of="device") for f in diagnosis.program_findings
+        ],
         "ranks": {
             "headers": ranks.HEADERS,
             "rows": ranks.rows(diagnosis),
