@@ -95,7 +95,7 @@ def _cut(launches: IntArray, ends: IntArray, period: int, a: int, b: int) -> lis
             end = min(end, int(launches[b]))
         if end > launches[last + period - 1]:
             windows.append((start, end))
-    return as_iterations(windows, launches)
+    return as_iterations(windows, launches, ordered=True)  # launch order: sorted
 
 
 def sequence_iterations(
