@@ -15,7 +15,7 @@ import argparse
 
 import torch
 import torch.nn.functional as F
-from _common import IterationTimer, add_common_args, nvtx, report
+from _common import IterationTimer, add_common_args, cuda_graph, nvtx, report
 from torch import nn
 
 
@@ -46,24 +46,8 @@ def main() -> None:
     def eager() -> torch.Tensor:
         return model(static_x)
 
-    step = eager
     with torch.inference_mode():
-        if args.cuda_graph and device.type == "cuda":
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    eager()  # warm up on a side stream before capture, as the docs advise
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                static_y = eager()
-
-            def replay() -> torch.Tensor:
-                graph.replay()
-                return static_y
-
-            step = replay
+        step = cuda_graph(eager) if args.cuda_graph and device.type == "cuda" else eager
         for _ in range(args.warmup):
             step()
         timer = IterationTimer(device)

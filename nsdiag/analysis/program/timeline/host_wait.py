@@ -8,9 +8,8 @@ under the NVTX range that ends most of its idle time.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
-import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import Evidence, Finding
@@ -26,6 +25,7 @@ from nsdiag.analysis.program.timeline.findings import (
 from nsdiag.analysis.program.timeline.nvtx import host_ranges
 from nsdiag.analysis.program.timeline.waits import ALLOC_PATTERN, WaitAccount, stretch_text
 from nsdiag.model.ranks import rank_of
+from nsdiag.model.tables import records
 
 if TYPE_CHECKING:  # the rule loader imports the analyses' records
     from nsdiag.analysis.rules.spec import RuleSpec
@@ -195,10 +195,7 @@ def cpu_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         )
         details = {
             "cpu_idle_ns": idle,
-            "longest_stretches": [
-                {k: _plain(v) for k, v in row.items()}
-                for row in stretches.head(3).to_dict("records")
-            ],
+            "longest_stretches": records(stretches.head(3)),
             "account": _account_json(account, group),
         }
         return Draft(device, name, saved, values, evidence, details)
@@ -301,9 +298,3 @@ def _account_json(account: WaitAccount, group: pd.DataFrame) -> dict[str, float]
     """The device's idle time by what the host did (after the syncs' claim), for the report."""
     cols = ["sync_ns", "launch", "cpu", "alloc", "wait", "unknown"]
     return {("sync" if c == "sync_ns" else c) + "_ns": float(group[c].sum()) for c in cols}
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    return value

@@ -258,11 +258,11 @@ def _host_shares(
                     }
                 )
             )
-    stretches = _stretches(stretch_rows, api)
+    stretches = _stretches(stretch_rows)
     return counts / SAMPLES, stretches
 
 
-def _stretches(rows: list[pd.DataFrame], api: pd.DataFrame) -> pd.DataFrame:
+def _stretches(rows: list[pd.DataFrame]) -> pd.DataFrame:
     """The CPU stretches, one row each (the idle time sampled inside it summed), most idle time
     first; `after_copy`: a copy follows within COPY_SOON_NS (the host prepared input)."""
     if not rows:
@@ -395,11 +395,6 @@ def _claim_for_syncs(gaps: pd.DataFrame, iterations: pd.DataFrame) -> None:
     gaps["sync_ns"] = idle * fraction
     for category in CATEGORIES:
         gaps[category] = gaps[category].to_numpy("float64") * (1 - fraction)
-
-
-def by_category(account: WaitAccount) -> dict[str, float]:
-    """Idle time per category after the sync's claim, and the sync's own (`sync`)."""
-    return {"sync": account.sync_ns, **{c: account.total(c) for c in CATEGORIES}}
 
 
 def stretch_text(
