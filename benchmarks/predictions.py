@@ -190,6 +190,13 @@ PAIRS: tuple[Pair, ...] = (
         Timed("tl_llama_big_eager.log", folder=TP), Timed("tl_llama_big_sdpa.log", folder=TP),
         (Timed("plain_llama_big.log", folder=TP), Timed("plain_llama_big_sdpa.log", folder=TP)),
     ),
+    Pair(
+        "train_logging.py --batch 24", "third_party/train_logging24.sqlite.gz", ("NSD403",),
+        "NSD403's whole fix: no .item() per step, batches collated into pinned memory and "
+        "copied with non_blocking=True",
+        Timed("tl_logging24.log", folder=TP), Timed("tl_logging24_pinned.log", folder=TP),
+        (Timed("plain_logging24.log", folder=TP), Timed("plain_logging24_pinned.log", folder=TP)),
+    ),
 )  # fmt: skip
 
 # Pairs shown in the table that do not hold in the prediction's conditions, with why; the test

@@ -3,7 +3,7 @@
 - Only a regular file one may write is ever replaced: a folder, device node, named pipe or
   socket at the path is refused, and so is a symbolic link (replacing the link would lose it,
   writing through it would change a file the user did not name) and a read-only file (its
-  folder may be writable, but the file says keep me).
+  folder may be writable, but the file says keep me), for root too (no write bit in its mode).
 - Atomic: the new content goes to a temporary file in the same folder, then `os.replace` puts it
   in place; a failed write removes the temporary file and leaves the old file as it was.
 - A replaced file keeps its permission bits; a new file gets those the umask gives (the
@@ -40,6 +40,9 @@ HINTS: dict[int, str] = {
     errno.EMFILE: "raise the limit of open files (ulimit -n)",
     errno.EBADF: "nothing can be written there: open it, or redirect to a file",
 }
+
+
+_WRITE_BITS = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
 
 
 def os_error_hint(error: OSError) -> str:
@@ -104,9 +107,20 @@ def _parent(path: Path) -> Path:
     return parent
 
 
+def _writable_mode(path: Path) -> int | None:
+    """existing_mode, and an OutputError for a read-only file: by its mode bits too, since for
+    root os.access says yes to a 0444 file, which still says keep me."""
+    mode = existing_mode(path)
+    if mode is not None and (not mode & _WRITE_BITS or not os.access(path, os.W_OK)):
+        raise OutputError(
+            f"{path} is read-only", "make it writable (chmod u+w) or choose another name"
+        )
+    return mode
+
+
 def check_target(path: Path) -> None:
     """OutputError now, before any work, when `path` cannot be written safely."""
-    existing_mode(path)
+    _writable_mode(path)
     _parent(path)
 
 
@@ -114,11 +128,7 @@ def check_target(path: Path) -> None:
 def replacing(path: Path) -> Iterator[Path]:
     """A temporary file to write the new content into (by name); on a clean exit it replaces
     `path` atomically, on an error it is removed and `path` is left as it was."""
-    mode = existing_mode(path)
-    if mode is not None and not os.access(path, os.W_OK):
-        raise OutputError(
-            f"{path} is read-only", "make it writable (chmod u+w) or choose another name"
-        )
+    mode = _writable_mode(path)
     parent = _parent(path)
     temporary = parent / f".{path.name[:200]}.{secrets.token_hex(4)}.tmp"
     try:

@@ -563,3 +563,8 @@ CASES: tuple[Case, ...] = (
     Case("status.json not JSON", session_with_status("{oops"), Answered("unreadable")),
     Case("status.json a list", session_with_status("[1]"), Answered("not a status")),
 )
+
+# the wild-input cases of issue 27, one module per side (imported late: they use the helpers above)
+from tests import bad_input_corpus_csv, bad_input_corpus_nsys  # noqa: E402
+
+CASES = CASES + bad_input_corpus_nsys.CASES + bad_input_corpus_csv.CASES

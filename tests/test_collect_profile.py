@@ -73,7 +73,12 @@ def test_profile_end_to_end_with_fakes(fakes: dict[str, Path], tmp_path: Path) -
         str(fakes["script"]),
         "0",
     ]  # spaces survive as one argument
-    assert "step 1 loss 2.5" in notes and "done 3" in notes
+    # the fake prints 3 progress lines: the run ends once the planned launches are among them
+    planned = result.plan.rounds[0].launches
+    assert "step 1 loss 2.5" in notes and f"done {min(planned, 3)}" in notes
+    status = json.loads((tmp_path / "sessions/my session/status.json").read_text())
+    step = next(s for s in status["steps"] if s["name"] == "2-targeted-1")
+    assert step.get("ended_early", False) == (planned < 3), (planned, step)
     for name in (
         "command.json",
         "env.json",

@@ -14,6 +14,7 @@ from nsdiag.collect import argv as cmd
 from nsdiag.collect import rounds
 from nsdiag.collect.phase1 import mark_region
 from nsdiag.collect.plan import Plan, plan_launches
+from nsdiag.collect.rounds import PlanSettings
 from nsdiag.model.launches import kernel_launches
 from tests.conftest import DATA
 
@@ -42,7 +43,10 @@ def test_lm_training_profiles_a_steady_step_not_the_warm_up() -> None:
     for s in plan.signatures:
         assert set(s.positions) <= inside
         assert positions & set(s.positions), s.name
-    assert any(r.launch_skip > 0 for r in plan.rounds)
+    # it steps over the warm-up: ignoring every launch before the region's first (ncu's
+    # --launch-skip-before-match), or skipping launches of each configuration
+    assert any(r.launch_skip > 0 or r.skip_before_match > 0 for r in plan.rounds)
+    assert len(plan.rounds) == 1  # one ncu run reaches every chosen signature
     # Without the region, a plan takes every signature's first launch: in the warm-up step.
     whole = launches.drop(columns="in_region")
     old = plan_launches(whole)
@@ -52,16 +56,24 @@ def test_lm_training_profiles_a_steady_step_not_the_warm_up() -> None:
 def test_the_skip_reaches_the_steady_launch_on_the_command_line() -> None:
     launches, _ = _phase1("lm_train_full")
     plan = plan_launches(launches)
-    skipped = next(r for r in plan.rounds if r.launch_skip > 0)
+    skipped = next(r for r in plan.rounds if r.skip_before_match > 0)
+    first_inside = int(launches.index[launches["in_region"]][0])
+    assert skipped.skip_before_match == first_inside
     argv = cmd.ncu_targeted(
         "ncu", "out", ["python3", "x.py"], names=skipped.names, launch_count=1,
-        launch_skip=skipped.launch_skip, metrics=["gpu__time_duration.sum"],
+        launch_skip=skipped.launch_skip, skip_before_match=skipped.skip_before_match,
+        metrics=["gpu__time_duration.sum"],
     )  # fmt: skip
-    at = argv.index("--launch-skip")
+    at = argv.index("--launch-skip-before-match")
     assert argv[at - 2 : at + 4] == [
-        "--filter-mode", "per-launch-config", "--launch-skip", str(skipped.launch_skip),
+        "--filter-mode", "per-launch-config", "--launch-skip-before-match", str(first_inside),
         "--launch-count", "1",
     ]  # fmt: skip
+    # where ncu cannot count phase 1's launches (a cudaProfilerStart range, another process's
+    # launches), the plan keeps to per-configuration skips
+    without = plan_launches(launches, PlanSettings(before_match=False))
+    assert all(r.skip_before_match == 0 for r in without.rounds)
+    assert any(r.launch_skip > 0 for r in without.rounds)
 
 
 def test_a_profiler_range_makes_ncu_start_there_and_count_only_its_launches() -> None:

@@ -45,7 +45,7 @@ def test_before_after_options_and_files(tmp_path: Path) -> None:
     assert out.read_text().startswith("<!DOCTYPE html>") and "pass" in result.stdout
     md = tmp_path / "diff.md"
     assert run(SLOW, FAST, "-o", str(md)).returncode == 0
-    assert "## Findings resolved" in md.read_text()
+    assert "## Changes of BEFORE, as ranked" in md.read_text()
 
 
 @pytest.mark.parametrize(

@@ -520,7 +520,7 @@ def test_rules_folder_adds_and_replaces(tmp_path: Path) -> None:
     shown = nsdiag_cli("rules", "show", "NSD901", "--rules", str(folder))
     assert shown.returncode == 0 and "My new rule" in shown.stdout
     reference = ROOT / "tests/data/reference/raw.csv.gz"
-    explained = nsdiag_cli("explain", str(reference), "--rules", str(folder))
+    explained = nsdiag_cli("explain", str(reference), "--rules", str(folder), "--verbose")
     assert explained.returncode == 0, explained.stderr
     assert "mine: DRAM at" in explained.stdout and "NSD901" in explained.stdout
 

@@ -30,6 +30,9 @@
 #   tools/record_real_programs.sh J   regions (issue 23): the Llama in per-step NVTX ranges
 #                                     'step_<i>' run four times; under emit_nvtx (an NVTX range per
 #                                     autograd op); the ViT run four times with no NVTX
+#   tools/record_real_programs.sh K   GPT-2 at batch 24 with NSD403's whole fix (no .item() per
+#                                     step, pinned batches copied without blocking); the probe of
+#                                     ending a program under ncu early (tools/probes/probe_ncu_stop.py)
 # Steps run in order within a time budget; each step's files are packed into $OUT as it ends, so
 # a call cut short still returns what was done.
 set -u
@@ -242,6 +245,11 @@ case $PART in
     step tl_llama_steps4 40 120 timeline llama_steps4 $P/llama_train.py --warmup 0 --iters 4 --step-ranges
     step tl_llama_emit_nvtx 40 150 timeline llama_emit_nvtx $P/llama_train.py --iters 6 --emit-nvtx
     step tl_vit_four 40 120 timeline vit_four $P/vit_train.py --warmup 1 --iters 3
+    ;;
+  K)  # NSD403's whole fix, and what ncu keeps when the program is ended early
+    step plain_logging24_pinned 25 90 python3 $P/train_logging.py --batch 24 --log-every 0 --pin-memory
+    step tl_logging24_pinned 30 90 timeline train_logging24_pinned $P/train_logging.py --batch 24 --log-every 0 --pin-memory
+    step probe_ncu_stop 60 200 python3 tools/probes/probe_ncu_stop.py "$R/probe_ncu_stop"
     ;;
 esac
 ls -la "$OUT"; echo "total $(( $(date +%s) - T0 ))s"

@@ -43,6 +43,11 @@ def main() -> None:
         default=1,
         help="steps between .item() reads (0: never inside the loop)",
     )
+    parser.add_argument(
+        "--pin-memory",
+        action="store_true",
+        help="collate into pinned memory and copy without blocking (the rest of NSD403's fix)",
+    )
     args = parser.parse_args()
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -68,7 +73,11 @@ def main() -> None:
         if step == args.warmup and args.log_every == 0:
             synchronize(device)
             t_timed = time.perf_counter()
-        ids = collate(step, args.batch, args.tokens, config.vocab_size).to(device)
+        ids = collate(step, args.batch, args.tokens, config.vocab_size)
+        if args.pin_memory and device.type == "cuda":
+            ids = ids.pin_memory().to(device, non_blocking=True)  # no pageable-copy wait
+        else:
+            ids = ids.to(device)
         with autocast:
             loss = model(input_ids=ids, labels=ids).loss
         optimizer.zero_grad(set_to_none=True)
@@ -88,7 +97,7 @@ def main() -> None:
         logged = [tuple(map(float, row)) for row in torch.stack(kept).cpu()]
     report(
         "train_logging",
-        f"log_every={args.log_every}",
+        f"log_every={args.log_every}" + (",pin_memory" if args.pin_memory else ""),
         timer,
         args.warmup,
         batch=args.batch,

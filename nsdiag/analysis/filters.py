@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
 
 from nsdiag.errors import InputError
@@ -12,24 +13,53 @@ from nsdiag.model.session import Session
 
 
 def keep_kernels(session: Session, pattern: str) -> Session:
-    """Only the launches whose name or demangled name matches `pattern` (a regular expression)."""
+    """Only the launches whose name or demangled name matches `pattern` (a regular expression,
+    matched without regard to case, as the HTML report's filter does).
+
+    A timeline-only input (nsys) has no per-launch metrics to select: its timeline analyses need
+    every activity, so it is kept whole, with a warning saying how many launches matched."""
     try:
-        regex = re.compile(pattern)
+        regex = re.compile(pattern, re.IGNORECASE)
     except re.error as exc:
         raise InputError(
             f"--kernel {pattern!r} is not a valid regular expression: {exc}",
             "e.g. --kernel 'gemm|conv'",
         ) from exc
-    names = session.kernels["name"].astype(str)
-    demangled = session.kernels.get("demangled", names).astype(str)
-    mask = names.map(lambda n: bool(regex.search(n))) | demangled.map(
-        lambda n: bool(regex.search(n))
-    )
+    if not session.has_kernels() and session.has_timeline():
+        return _timeline_only(session, pattern, regex)
+    names = session.kernels["name"]
+    demangled = session.kernels.get("demangled", names)
+    # numpy booleans: pandas 3's string arrays have no `|`
+    mask = _matches(names, regex) | _matches(demangled, regex)
     if not mask.any():
         raise InputError(
             f"no kernel matches --kernel {pattern!r}", "run without --kernel to list the kernels"
         )
-    return _keep_launches(session, mask)
+    return _keep_launches(session, pd.Series(mask, index=session.kernels.index))
+
+
+def _matches(names: pd.Series, regex: re.Pattern[str]) -> np.ndarray:
+    """Whether each name matches, tested once per distinct name."""
+    codes, distinct = pd.factorize(names.astype("object").fillna("").astype(str).to_numpy())
+    hits = np.array([bool(regex.search(n)) for n in distinct] + [False], dtype=bool)
+    return hits[codes]
+
+
+def _timeline_only(session: Session, pattern: str, regex: re.Pattern[str]) -> Session:
+    timeline = session.timeline
+    kernels = timeline[(timeline["kind"] == "kernel").to_numpy()]
+    matched = int(_matches(kernels["name"], regex).sum()) if len(kernels) else 0
+    if not matched:
+        raise InputError(
+            f"no kernel on the timeline matches --kernel {pattern!r}",
+            "run without --kernel to see the timeline's kernels",
+        )
+    warning = (
+        f"--kernel {pattern!r} matched {matched} of {len(kernels)} kernel launches on the "
+        "timeline; a timeline has no per-kernel metrics to select, so its analyses still see "
+        "every activity"
+    )
+    return replace(session, meta=replace(session.meta, warnings=(*session.meta.warnings, warning)))
 
 
 def keep_nvtx_range(session: Session, name: str) -> Session:

@@ -2,17 +2,43 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from nsdiag.cli.progress import Steps
 from nsdiag.cli.rules import active_rules, rules_option
+from nsdiag.cli.terminal import color_option, use_color, width
+from nsdiag.errors import NsdiagError
 from nsdiag.render.registry import formats
 
 if TYPE_CHECKING:
     from nsdiag.analysis.diagnosis import Diagnosis
     from nsdiag.model.session import Session
+
+
+def _count(option: str) -> Callable[[click.Context, click.Parameter, int], int]:
+    """A callback refusing a negative count in one line (click's own error is three)."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: int) -> int:
+        if value < 0:
+            raise NsdiagError(f"{option} {value}: a count, 0 or more", f"e.g. {option} 5")
+        return value
+
+    return check
+
+
+def _megabytes(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise NsdiagError(
+            f"--max-input-mb {value:g}: the largest input must be a positive, finite number of MB",
+            "e.g. --max-input-mb 8192",
+        )
+    return value
+
 
 INPUT_HELP = "session folder, .ncu-rep, ncu CSV export (raw or details page); several may be given"
 inputs_argument = click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -26,8 +52,9 @@ kernel_option = click.option(
 max_input_option = click.option(
     "--max-input-mb",
     "max_input_mb",
-    type=click.FloatRange(min=0, min_open=True),
+    type=float,
     default=None,
+    callback=_megabytes,
     metavar="MB",
     help="largest input accepted, uncompressed (default: $NSDIAG_MAX_INPUT_MB, else 4096 for "
     "CSV exports and .ncu-rep files, 32768 for nsys SQLite exports)",
@@ -72,16 +99,35 @@ def _diagnose(
     region: str = "auto",
     rule_dirs: tuple[Path, ...] = (),
     max_input_mb: float | None = None,
+    steps: Steps | None = None,
 ) -> tuple[Session, Diagnosis]:
     from nsdiag import load as load_inputs
     from nsdiag.analysis.engine import diagnose
     from nsdiag.analysis.filters import keep_kernels
 
     rules = active_rules(rule_dirs).rules  # before reading: a bad rule fails fast
+    if steps is not None:
+        steps.step(
+            f"reading {inputs[0].name}"
+            + (f" and {len(inputs) - 1} more" if len(inputs) > 1 else "")
+        )
     session = load_inputs(inputs, max_input_mb=max_input_mb)
     if kernel:
         session = keep_kernels(session, kernel)
+    if steps is not None:
+        profiled, traced = len(session.kernels), len(session.timeline)
+        what = f"{profiled:,} profiled launches" if profiled else f"{traced:,} GPU activities"
+        steps.step(f"analysing {what}")
     return session, diagnose(session, rules, region=region)
+
+
+verbose_option = click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="everything the short view leaves out: every change and what it touches, the program "
+    "findings, each kernel's verdict and findings with their evidence, tools and timeline",
+)
 
 
 @click.command(
@@ -92,8 +138,20 @@ def _diagnose(
 @kernel_option
 @region_option
 @rules_option
-@click.option("--top", default=3, show_default=True, help="findings shown per kernel")
-@click.option("--top-kernels", default=10, show_default=True, help="kernel signatures shown")
+@click.option(
+    "--top",
+    default=3,
+    show_default=True,
+    callback=_count("--top"),
+    help="findings shown per kernel",
+)
+@click.option(
+    "--top-kernels",
+    default=10,
+    show_default=True,
+    callback=_count("--top-kernels"),
+    help="kernel signatures shown",
+)
 @click.option(
     "--json",
     "as_json",
@@ -101,6 +159,8 @@ def _diagnose(
     help="print the diagnosis as one JSON document (schema nsdiag.diagnosis/4)",
 )
 @max_input_option
+@verbose_option
+@color_option
 def explain(
     inputs: tuple[Path, ...],
     kernel: str | None,
@@ -110,12 +170,23 @@ def explain(
     top_kernels: int,
     as_json: bool,
     max_input_mb: float | None,
+    verbose: bool,
+    color: str,
 ) -> None:
-    from nsdiag.render import RenderOptions, render
+    from nsdiag.render import render
+    from nsdiag.render.text import render_text
 
-    session, diagnosis = _diagnose(inputs, kernel, region, rule_dirs, max_input_mb)
-    options = RenderOptions(text_findings=top, text_kernels=top_kernels)
-    click.echo(render(diagnosis, session, "json" if as_json else "text", options), nl=False)
+    colored = use_color(color) and not as_json
+    with Steps() as steps:
+        session, diagnosis = _diagnose(inputs, kernel, region, rule_dirs, max_input_mb, steps)
+        steps.step("writing")
+        if as_json:
+            text = render(diagnosis, session, "json")
+        else:
+            text = render_text(
+                diagnosis, top, top_kernels, verbose=verbose, color=colored, width=width()
+            )
+    click.echo(text, nl=False, color=colored)
 
 
 @click.command(
@@ -144,6 +215,7 @@ def explain(
     "--cards",
     default=10,
     show_default=True,
+    callback=_count("--cards"),
     help="kernels that get a detailed card (the table lists all)",
 )
 @max_input_option
@@ -164,8 +236,10 @@ def report(
     if output != "-":
         check_target(Path(output))  # before the diagnosis, which may take a while
     fmt = fmt or ("html" if output == "-" else format_from_path(output))
-    session, diagnosis = _diagnose(inputs, kernel, region, rule_dirs, max_input_mb)
-    text = render(diagnosis, session, fmt, RenderOptions(cards=cards))
+    with Steps() as steps:
+        session, diagnosis = _diagnose(inputs, kernel, region, rule_dirs, max_input_mb, steps)
+        steps.step(f"writing the {fmt} report")
+        text = render(diagnosis, session, fmt, RenderOptions(cards=cards))
     if output == "-":
         click.echo(text, nl=False)
         return

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +20,7 @@ if TYPE_CHECKING:
 
 REGION_HELP = "auto|all|nvtx:NAME|START:END"
 GATE_FAILED = 1  # exit code: AFTER is slower (bad input stays 2)
+MAX_PCT = 1000.0  # a gate's percentages above this are a typo (10x slower is +900%)
 
 
 def _sides(
@@ -46,10 +49,16 @@ def _side(
     paths: tuple[Path, ...], region: str, kernel: str | None
 ) -> tuple[tuple[str, ...], Session, Diagnosis]:
     from nsdiag import load
+
+    return _diagnosed(paths, load(paths), region, kernel)
+
+
+def _diagnosed(
+    paths: tuple[Path, ...], session: Session, region: str, kernel: str | None
+) -> tuple[tuple[str, ...], Session, Diagnosis]:
     from nsdiag.analysis.engine import diagnose
     from nsdiag.analysis.filters import keep_kernels, keep_nvtx_range
 
-    session = load(paths)
     if kernel:
         session = keep_kernels(session, kernel)
     if not session.has_timeline() and region.startswith("nvtx:"):
@@ -59,12 +68,65 @@ def _side(
     return tuple(str(p) for p in paths), session, diagnose(session, region=region)
 
 
+def _runs(
+    paths: tuple[Path, ...], region: str, kernel: str | None
+) -> list[tuple[tuple[str, ...], Session, Diagnosis]]:
+    """One side's inputs as runs of its program, the first one diagnosed in full: each input
+    holding a timeline is a run of its own (several measure the run-to-run noise), unless they
+    were recorded at the same time (one report per rank of one run); inputs without a timeline
+    (ncu exports) join the first run."""
+    from nsdiag import load
+
+    if len(paths) == 1:
+        return [_side(paths, region, kernel)]
+    sessions = [load(p) for p in paths]
+    timed = [i for i, s in enumerate(sessions) if s.has_timeline()]
+    if len(timed) < 2 or _recorded_together([sessions[i] for i in timed]):
+        return [_side(paths, region, kernel)]
+    first = (paths[timed[0]], *(p for i, p in enumerate(paths) if i not in timed))
+    own = _side(first, region, kernel) if len(first) > 1 else None
+    runs = [own or _diagnosed(first, sessions[timed[0]], region, kernel)]
+    runs += [_diagnosed((paths[i],), sessions[i], region, kernel) for i in timed[1:]]
+    return runs
+
+
+def _recorded_together(sessions: list[Session]) -> bool:
+    """The ranks of one run: each report's launcher rank known, or their recordings started
+    within the shortest one's span (runs of a program are recorded one after another)."""
+    if all(s.meta.rank_env for s in sessions):
+        return True
+    starts = [s.meta.session_start_utc_ns for s in sessions]
+    if any(t is None for t in starts):
+        return False
+    spans = [float(s.timeline["end_ns"].max() - s.timeline["start_ns"].min()) for s in sessions]
+    known = [t for t in starts if t is not None]
+    return max(known) - min(known) < min(spans)
+
+
+def _percent(
+    maximum: float,
+) -> Callable[[click.Context, click.Parameter, float | None], float | None]:
+    """A click callback: a percentage from 0 to `maximum`, finite (NaN compares false with
+    everything: `--fail-if-slower nan` would pass any regression)."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and 0 <= value <= maximum):
+            raise InputError(
+                f"{param.opts[0]} {value:g}: not a percentage from 0 to {maximum:g}",
+                f"e.g. {param.opts[0]} 5",
+            )
+        return value
+
+    return check
+
+
 @click.command(
     help="Compare two profiles of a program, BEFORE and AFTER a change: the region's time per "
     "iteration and its spread, kernels matched across the two (renamed and fused ones too), "
     "findings resolved and new, each resolved finding's predicted saving against the measured "
-    "one. With --fail-if-slower, a CI gate: exit 1 when AFTER is slower beyond the noise. "
-    "BEFORE, AFTER: " + INPUT_HELP + "; several a side with --before/--after."
+    "one. With --fail-if-slower, a CI gate: exit 1 when AFTER is slower beyond the run-to-run "
+    "noise. BEFORE, AFTER: " + INPUT_HELP + "; several a side with --before/--after (each "
+    "input with a timeline is a run of its own: several runs measure the run-to-run noise)."
 )
 @click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--before", "before", multiple=True, type=click.Path(path_type=Path),
@@ -84,12 +146,16 @@ def _side(
 @click.option("--format", "fmt", type=click.Choice(formats("diff")),
               help="output format (default: text, or from the -o extension)")  # fmt: skip
 @click.option("--top", default=15, show_default=True, help="kernel matches listed (text, md)")
-@click.option("--fail-if-slower", "fail_pct", type=click.FloatRange(min=0), metavar="PCT",
+@click.option("--fail-if-slower", "fail_pct", type=float, callback=_percent(MAX_PCT), metavar="PCT",
               help="exit 1 when the region, or a kernel above --gate-share of it, is more than "
-              "PCT% slower in AFTER beyond the iteration-to-iteration noise")  # fmt: skip
-@click.option("--gate-share", "share_pct", type=click.FloatRange(0, 100), default=10.0,
+              "PCT% slower in AFTER, beyond the run-to-run noise (measured with several runs "
+              "a side, else --run-noise)")  # fmt: skip
+@click.option("--gate-share", "share_pct", type=float, callback=_percent(100), default=10.0,
               show_default=True, metavar="PCT",
               help="kernels the gate checks: those taking at least PCT% of the region")  # fmt: skip
+@click.option("--run-noise", "noise_pct", type=float, callback=_percent(MAX_PCT), metavar="PCT",
+              help="how much two runs of the unchanged program differ, in percent (default: "
+              "measured over several runs a side, else 6)")  # fmt: skip
 def diff(
     inputs: tuple[Path, ...],
     before: tuple[Path, ...],
@@ -104,6 +170,7 @@ def diff(
     top: int,
     fail_pct: float | None,
     share_pct: float,
+    noise_pct: float | None,
 ) -> None:
     from nsdiag.analysis.diff import compare, with_gate
     from nsdiag.render import DiffOptions, format_from_path, render_diff
@@ -115,18 +182,20 @@ def diff(
         fmt = "json" if as_json else "text"
         if output and output != "-":
             fmt = format_from_path(output, "diff")
-    result = compare(
-        _side(before_paths, before_region or region, kernel),
-        _side(after_paths, after_region or region, kernel),
-    )
+    before_runs = _runs(before_paths, before_region or region, kernel)
+    after_runs = _runs(after_paths, after_region or region, kernel)
+    result = compare(before_runs[0], after_runs[0], before_runs[1:], after_runs[1:])
     if fail_pct is not None:
-        result = with_gate(result, fail_pct, share_pct)
+        result = with_gate(result, fail_pct, share_pct, noise_pct)
     text = render_diff(result, fmt, DiffOptions(top=top))
     if output and output != "-":
         path = write_report(Path(output), text)
         click.echo(f"wrote {path} ({fmt}, {len(text.encode()) / 1e6:.2f} MB)")
     else:
         click.echo(text, nl=False)
+    if fmt != "text" or (output and output != "-"):  # the text carries them already
+        for warning in result.warnings:
+            click.echo(f"nsdiag diff: warning: {warning}", err=True)
     if result.gate is not None:
         # One unwrapped line for the CI log; to stderr where stdout carries a JSON, Markdown or
         # HTML document.

@@ -96,6 +96,12 @@ def errors_as_one_line() -> Iterator[None]:
     except KeyboardInterrupt:
         _say("nsdiag: interrupted")
         sys.exit(130)
+    except MemoryError:  # inputs larger than the memory this process may use (ulimit -v, a cgroup)
+        _say(
+            "nsdiag: error: out of memory: the inputs need more memory than this process may use "
+            "(give fewer or smaller inputs, or raise the limit: ulimit -v)"
+        )
+        sys.exit(EXIT_USAGE)
     except OSError as error:
         if error.errno == errno.EPIPE:
             _quiet_exit()

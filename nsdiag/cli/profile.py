@@ -111,6 +111,12 @@ if TYPE_CHECKING:
     "least GPU time are left out until it fits, and the session says which",
 )
 @click.option(
+    "--run-to-end",
+    is_flag=True,
+    help="let the program run to its end under ncu (default: each ncu run ends the program once "
+    "its planned launches are profiled; use this for programs that must not be stopped half-way)",
+)
+@click.option(
     "-v", "--verbose", is_flag=True, help="print where the time went (status.json's breakdown)"
 )
 @rules_option
@@ -131,6 +137,7 @@ def profile(
     sections: str,
     rank: int,
     budget: float | None,
+    run_to_end: bool,
     verbose: bool,
     rule_dirs: tuple[Path, ...],
     dry_run: bool,
@@ -172,6 +179,7 @@ def profile(
         region=region,
         rank=rank,
         budget_s=budget,
+        run_to_end=run_to_end,
     )
     if dry_run:
         steps, notes = plan_commands(program, options)

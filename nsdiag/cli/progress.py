@@ -1,7 +1,10 @@
-"""`nsdiag profile`'s progress on the terminal: a rich progress bar per phase, the program's
-output and nsdiag's notes scrolling above it."""
+"""Progress on the terminal: `nsdiag profile`'s rich progress bar per phase, the program's
+output and nsdiag's notes scrolling above it; `explain` and `report`'s steps (`Steps`)."""
 
 from __future__ import annotations
+
+import sys
+import threading
 
 from rich.console import Console
 from rich.markup import escape
@@ -9,6 +12,7 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    SpinnerColumn,
     TaskID,
     TextColumn,
     TimeElapsedColumn,
@@ -62,3 +66,62 @@ class RichProgress:
 
     def note(self, text: str) -> None:
         self.console.print(f"[yellow]nsdiag:[/] {escape(text)}", soft_wrap=True)
+
+
+class Steps:
+    """Progress of a command's steps (reading, analysing, rendering) on stderr: a spinner with
+    the step and the time since the command began, drawn only on a terminal and only once the
+    work has run past `delay` seconds (a quick command prints nothing), erased when done."""
+
+    def __init__(self, console: Console | None = None, delay: float = 1.0) -> None:
+        # rich counts FORCE_COLOR as a terminal: progress needs a real one (stderr a TTY)
+        self.enabled = _stderr_is_terminal() if console is None else console.is_terminal
+        self.console = console or Console(stderr=True, force_terminal=self.enabled)
+        self.enabled = self.enabled and not self.console.is_dumb_terminal
+        self.delay = delay
+        self.bar = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            transient=True,
+        )
+        self.task: TaskID | None = None
+        self.lock = threading.Lock()
+        self.timer: threading.Timer | None = None
+        self.shown = False
+
+    def __enter__(self) -> Steps:
+        if self.enabled:
+            self.task = self.bar.add_task("starting", total=None)
+            self.timer = threading.Timer(self.delay, self._show)
+            self.timer.daemon = True
+            self.timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        with self.lock:
+            if self.shown:
+                self.bar.stop()
+            self.shown = False
+            self.enabled = False
+
+    def _show(self) -> None:
+        with self.lock:
+            if self.enabled and not self.shown:
+                self.bar.start()
+                self.shown = True
+
+    def step(self, description: str) -> None:
+        """The step now running ("reading 2 inputs", "analysing", "writing the HTML report")."""
+        if self.task is not None:
+            self.bar.update(self.task, description=escape(description))
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except ValueError:  # closed
+        return False

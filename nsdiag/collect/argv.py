@@ -192,6 +192,7 @@ def ncu_targeted(
     names: Iterable[str],
     launch_count: int,
     launch_skip: int = 0,
+    skip_before_match: int = 0,
     name_base: str = "mangled",
     sections: str = "rules",
     metrics: Sequence[str] = (),
@@ -208,9 +209,11 @@ def ncu_targeted(
     launch of every shape of these kernels; `--launch-skip` applies per configuration too (ncu's
     own usage examples), so a skip steps over warm-up launches of each shape. Names are mangled
     (unique per template instance, the same in nsys and ncu) or ncu's `function` base (no
-    namespace, template or parameters: nsys's short name)."""
-    if launch_count < 1 or launch_skip < 0:
-        raise ValueError("launch_count must be at least 1 and launch_skip at least 0")
+    namespace, template or parameters: nsys's short name). `skip_before_match` launches of any
+    kernel are ignored before the filter starts matching and counting (ncu's
+    `--launch-skip-before-match`: the analysed region's first launch)."""
+    if launch_count < 1 or launch_skip < 0 or skip_before_match < 0:
+        raise ValueError("launch_count must be at least 1 and the skips at least 0")
     if name_base not in ("mangled", "function"):
         raise ValueError(f"unknown kernel name base {name_base!r}")
     argv = [str(ncu), *section_args(sections, metrics)]
@@ -221,6 +224,7 @@ def ncu_targeted(
         function_regex(names),
         "--filter-mode",
         "per-launch-config",
+        *(["--launch-skip-before-match", str(skip_before_match)] if skip_before_match else []),
         *(["--launch-skip", str(launch_skip)] if launch_skip else []),
         "--launch-count",
         str(launch_count),

@@ -37,6 +37,8 @@ def _ncu_run(step: Mapping[str, Any]) -> dict[str, Any]:
     }
     if step.get("intercepted") is not None:
         run["launches_intercepted"] = step["intercepted"]
+    if step.get("ended_early"):
+        run["ended_early"] = True  # the program was ended after its last planned launch
     passes = step.get("passes")
     if isinstance(passes, Mapping) and profiled:
         run["passes_per_launch"] = {

@@ -48,24 +48,35 @@ class Estimate:
     passes: int  # per profiled launch
     seconds_per_pass: float
     export_s: float
+    reach: float = 0.0  # program runs the ncu runs take, in whole runs (0: `runs` whole runs)
 
     @property
     def replay_s(self) -> float:
         return self.launches * self.passes * self.seconds_per_pass
 
     @property
+    def program_runs(self) -> float:
+        """Runs of the program the ncu runs cost: each ends after its last planned launch."""
+        return self.reach or float(self.runs)
+
+    @property
     def runs_s(self) -> float:
         """The ncu runs alone (what the planner's `estimated_s` counts)."""
-        return self.runs * self.program_s + self.replay_s
+        return self.program_runs * self.program_s + self.replay_s
 
     @property
     def total_s(self) -> float:
         return self.runs_s + self.export_s
 
     def describe(self) -> str:
+        part = (
+            f" (ended after their last planned launch: {self.program_runs:.2f} of a run)"
+            if self.program_runs < self.runs - 1e-9
+            else ""
+        )
         return (
             f"about {self.total_s:.0f} s: {self.runs} ncu run(s) x {self.program_s:.1f} s of "
-            f"program + {self.launches} launches x {self.passes} passes x "
+            f"program{part} + {self.launches} launches x {self.passes} passes x "
             f"{self.seconds_per_pass:.3f} s + {self.export_s:.1f} s of exports"
         )
 
@@ -74,6 +85,7 @@ class Estimate:
             "collection": self.collection,
             "runs": self.runs,
             "program_s": round(self.program_s, 2),
+            "program_runs": round(self.program_runs, 3),
             "launches": self.launches,
             "passes_per_launch": self.passes,
             "seconds_per_pass": round(self.seconds_per_pass, 4),
@@ -95,9 +107,11 @@ def estimate(
     program_s: float,
     launches_per_run: Sequence[int],
     passes: int | None = None,
+    reach: Sequence[float] = (),
 ) -> Estimate:
     """Phase 2 of these ncu runs (launches each), at `passes` per launch (default: the
-    collection's measured count)."""
+    collection's measured count); `reach`, each run's share of the program before it ends
+    (default: whole runs)."""
     return Estimate(
         collection,
         len(launches_per_run),
@@ -106,4 +120,5 @@ def estimate(
         passes if passes is not None else PASSES[collection],
         SECONDS_PER_PASS[collection],
         export_s(launches_per_run, collection),
+        float(sum(reach)) if len(reach) == len(launches_per_run) else 0.0,
     )

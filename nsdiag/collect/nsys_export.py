@@ -1,7 +1,9 @@
-"""Find an nsys binary and export a `.nsys-rep` report to SQLite with it."""
+"""Find an nsys binary and export a `.nsys-rep` report (or a `.qdrep`, nsys before 2021.4) to
+SQLite with it."""
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -23,6 +25,12 @@ def find_nsys() -> Path | None:
     return tool.path if tool is not None else None
 
 
+def export_command(report: Path) -> str:
+    """The command a user runs to export `report` next to itself, quoted for a shell."""
+    argv = ["nsys", "export", "--type", "sqlite", "-o", str(report.with_suffix(".sqlite"))]
+    return shlex.join([*argv, str(report)])
+
+
 def export_sqlite(report: Path, output: Path, timeout_s: float = 600.0) -> Path:
     """Run `nsys export` on `report`, writing the SQLite database to `output`."""
     if not report.is_file():
@@ -30,7 +38,8 @@ def export_sqlite(report: Path, output: Path, timeout_s: float = 600.0) -> Path:
     nsys = find_nsys()
     if nsys is None:
         raise MissingDependencyError(
-            f"reading {report.name} needs the nsys binary to export it, and none was found",
+            f"reading {report.name} needs the nsys binary to export it, and none was found: "
+            f"run {export_command(report)}",
             EXPORT_HINT,
         )
     try:

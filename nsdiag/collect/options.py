@@ -28,6 +28,7 @@ class ProfileOptions:
     sections: str = "rules"  # phase 2: "rules" (their metrics by name), "sections" or "full"
     rank: int = 0  # a distributed run: the rank whose kernels phase 2 profiles
     budget_s: float | None = None  # phase 2's estimate at most this: least GPU time left out
+    run_to_end: bool = False  # ncu runs go on past their last planned launch (early_stop.py)
 
 
 class Progress(Protocol):

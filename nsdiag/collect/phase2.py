@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from nsdiag.collect import argv as cmd
-from nsdiag.collect import budget, cost, metric_set, runner, tools
+from nsdiag.collect import budget, cost, early_stop, metric_set, runner, tools
 from nsdiag.collect.cost import SECONDS_PER_LAUNCH
 from nsdiag.collect.plan import ArgvFor, Plan, plan_launches
 from nsdiag.collect.plan import describe as describe_plan
@@ -64,6 +64,7 @@ def _argv_for(state: RunState, collect: str, metrics: list[str]) -> ArgvFor:
             names=r.names,
             launch_count=r.launch_count,
             launch_skip=r.launch_skip,
+            skip_before_match=r.skip_before_match,
             name_base=name_base,
             sections=collect,
             metrics=metrics if collect == "rules" else (),
@@ -91,6 +92,9 @@ def _plan(
         kernel_regex=state.options.kernel,
         program_s=program_s,
         seconds_per_launch=SECONDS_PER_LAUNCH[sections],
+        end_early=not state.options.run_to_end,
+        # ncu counts every launch from the program's start in one process only there
+        before_match=state.start and not state.devices,
     )
     whole_plan = plan_launches(launches, settings, argv_for)
     state.labels = dict(
@@ -103,7 +107,9 @@ def _plan(
         raise InputError(notes[0] if notes else "nothing to profile", "check --kernel")
 
     def estimate(p: Plan) -> cost.Estimate:
-        return cost.estimate(sections, program_s, [r.launches for r in p.rounds])
+        return cost.estimate(
+            sections, program_s, [r.launches for r in p.rounds], reach=[r.reach for r in p.rounds]
+        )
 
     whole = estimate(whole_plan)
     plan: Plan | None = whole_plan
@@ -158,7 +164,10 @@ def _run_rounds(
     with_sections: Callable[[int, Round], Sequence[str]],
 ) -> None:
     """Each round in turn, the estimate of the rest revised by how the finished ones went."""
-    estimated = [cost.estimate(sections, program_s, [r.launches]).runs_s for r in plan.rounds]
+    estimated = [
+        cost.estimate(sections, program_s, [r.launches], reach=[r.reach]).runs_s
+        for r in plan.rounds
+    ]
     spent = 0.0
     for i, r in enumerate(plan.rounds, start=1):
         spent += _run_round(state, i, r, sections, with_sections, plan.total_launches)
@@ -179,9 +188,22 @@ def _run_round(
     sections_argv: Callable[[int, Round], Sequence[str]],
     intercepted: int,
 ) -> float:
-    """Round i, again with ncu's sections if ncu refuses the metric list; its wall seconds."""
+    """Round i, again with ncu's sections if ncu refuses the metric list; its wall seconds.
+    Each run ends once it has profiled what the round planned (early_stop.py), unless
+    --run-to-end."""
+
+    def stop() -> Callable[[int, str], bool] | None:
+        if state.options.run_to_end:
+            return None
+        return early_stop.stop_condition(r.launches, r.wanted)
+
     result = state.run(
-        f"2-targeted-{i}", r.argv, progress=True, collection=sections, intercepted=intercepted
+        f"2-targeted-{i}",
+        r.argv,
+        progress=True,
+        collection=sections,
+        intercepted=intercepted,
+        stop_when=stop(),
     )
     wall = result.wall_s
     if sections == "rules" and not result.ok and result.profiled == 0 and not _severe(result):
@@ -195,6 +217,7 @@ def _run_round(
             progress=True,
             collection="sections",
             intercepted=intercepted,
+            stop_when=stop(),
         )
         wall += result.wall_s
     report = state.sd.report(f"targeted-{i}.ncu-rep")

@@ -17,9 +17,11 @@ from typing import Any
 import pandas as pd
 
 from nsdiag.collect.cost import SECONDS_PER_LAUNCH
+from nsdiag.collect.early_stop import with_ends
 from nsdiag.collect.rounds import (
     PlanSettings,
     Round,
+    clear_cache,
     plan_rounds,
     round_for,
     round_s,
@@ -77,6 +79,8 @@ def plan_launches(
     choice by coverage (--budget: the first signatures of a plan already made)."""
     if launches.empty:
         raise ValueError("the timeline holds no kernel launch")
+    launches = with_ends(launches)
+    clear_cache()  # the planner's caches are keyed by this frame
     base = name_base(launches)
     sigs = signatures(launches)
     inside = launches["in_region"].astype(bool) if "in_region" in launches else None
@@ -90,7 +94,10 @@ def plan_launches(
         chosen = choose(sigs, settings.coverage, settings.max_kernels, settings.kernel_regex)
     rounds, uncovered = plan_rounds(launches, chosen, settings)
     rounds = [
-        round_for(launches, r.wanted, r.launch_count, settings, sigs, r.launch_skip) for r in rounds
+        round_for(
+            launches, r.wanted, r.launch_count, settings, sigs, r.launch_skip, r.skip_before_match
+        )
+        for r in rounds
     ]
     if argv_for is not None:
         rounds = [_with_argv(r, argv_for(i, r, base)) for i, r in enumerate(rounds, start=1)]
@@ -129,10 +136,13 @@ def _notes(
     if settings.kernel_regex and not chosen:
         notes.append(f"no kernel matches --kernel {settings.kernel_regex!r}")
     if uncovered:
+        # the planner weighs a run against the GPU time it reaches (rounds.py), so this is
+        # either a choice or a limit; the note names both
         notes.append(
-            f"{len(uncovered)} chosen signature(s) ({share(uncovered):.1%} of kernel time) are "
-            "shadowed by earlier launches of the same shape beyond "
-            f"{settings.max_rounds} ncu run(s) and will not be profiled"
+            f"{len(uncovered)} chosen signature(s) ({share(uncovered):.1%} of kernel time) will "
+            "not be profiled: they are shadowed by earlier launches of the same shape within "
+            f"{settings.max_rounds} ncu run(s), or reaching them would take another ncu run of "
+            f"the program (about {settings.program_s:.0f} s) for that little GPU time"
         )
     later = [s for s in chosen if s.variant and s not in uncovered]
     if later:
@@ -178,7 +188,9 @@ def describe(plan: Plan) -> dict[str, Any]:
                 "names": list(r.names),
                 "launch_count": r.launch_count,
                 "launch_skip": r.launch_skip,
+                "launch_skip_before_match": r.skip_before_match,
                 "expected_launches": r.launches,
+                "reach": round(r.reach, 3),
                 "wanted": [sig(s) for s in r.wanted],
                 "argv": list(r.argv),
             }

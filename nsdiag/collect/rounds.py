@@ -15,12 +15,15 @@ configuration. Pure: DataFrame in, frozen records out.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from nsdiag.collect.cost import SECONDS_PER_LAUNCH as SECONDS_PER_LAUNCH  # measured: cost.py
+from nsdiag.collect.early_stop import reach
 from nsdiag.model.launches import Signature
 
 # Verified on the H200 with ncu 2025.3.1 (tools/probes/probe_ncu_filters.sh): per-launch-config
@@ -41,6 +44,11 @@ class Round:
     argv: tuple[str, ...] = ()
     profiled: tuple[Signature, ...] = ()  # every signature it reaches: wanted and other shapes
     launch_skip: int = 0
+    reach: float = 1.0  # share of the program's run before its last planned launch (early_stop)
+    # ncu --launch-skip-before-match: launches of any kernel ncu ignores before it starts
+    # matching (and counting per configuration); the region's first launch, so that one run with
+    # --launch-count 1 reaches every signature the region's first iteration launches
+    skip_before_match: int = 0
 
 
 @dataclass(frozen=True)
@@ -56,34 +64,94 @@ class PlanSettings:
     program_s: float = 10.0  # one run of the program outside ncu (phase 1 measures it)
     seconds_per_launch: float = SECONDS_PER_LAUNCH["rules"]
     key_has_name: bool = LAUNCH_CONFIG_KEY_HAS_NAME
+    end_early: bool = True  # a run ends after its last planned launch (early_stop.py)
+    # --launch-skip-before-match candidates: only where ncu counts the launches phase 1 lists
+    # (from the program's start, one process)
+    before_match: bool = True
+    # what leaving a chosen signature unprofiled costs, in runs of the program per share of GPU
+    # time (see UNPROFILED_RUNS_PER_SHARE); a large value makes coverage win, the old policy
+    unprofiled_runs_per_share: float = 10.0
 
 
-def _seen(launches: pd.DataFrame, names: set[str], key_has_name: bool) -> pd.DataFrame:
-    """The launches ncu's name filter lets through, each with its rank in its launch
-    configuration (0 = the configuration's first)."""
-    seen = launches[launches["filter_name"].isin(names)].copy()
+# The planner weighs thousands of candidate runs over the same launches and the same few name
+# sets: their filtered launches and ranks are computed once per (launches, names, after).
+_SEEN_CACHE: dict[tuple[int, int, frozenset[str], bool, int], tuple[pd.DataFrame, np.ndarray]] = {}
+
+
+def clear_cache() -> None:
+    _SEEN_CACHE.clear()
+    _SIZES_CACHE.clear()
+
+
+def _seen_ranks(
+    launches: pd.DataFrame, names: set[str], key_has_name: bool, after: int = 0
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """`_seen`'s launches, and every launch position's rank in its configuration (-1: not seen)."""
+    key = (id(launches), len(launches), frozenset(names), key_has_name, after)
+    hit = _SEEN_CACHE.get(key)
+    if hit is not None:
+        return hit
+    keep = launches["filter_name"].isin(names).to_numpy().copy()
+    if after:
+        keep &= np.arange(len(launches)) >= after
+    seen = launches[keep].copy()
     keys = ["filter_name", "grid", "block"] if key_has_name else ["grid", "block"]
     seen["_rank"] = seen.groupby(keys, sort=False).cumcount()
-    return seen
+    rank_at = np.full(len(launches), -1, dtype=np.int64)
+    rank_at[seen.index.to_numpy()] = seen["_rank"].to_numpy()
+    if len(_SEEN_CACHE) > 4096:
+        _SEEN_CACHE.clear()
+    _SEEN_CACHE[key] = (seen, rank_at)
+    return seen, rank_at
+
+
+def _seen(
+    launches: pd.DataFrame, names: set[str], key_has_name: bool, after: int = 0
+) -> pd.DataFrame:
+    """The launches ncu's name filter lets through (from launch `after` on: ncu's
+    --launch-skip-before-match), each with its rank in its launch configuration (0 = the
+    configuration's first)."""
+    return _seen_ranks(launches, names, key_has_name, after)[0]
+
+
+_SIZES_CACHE: dict[int, tuple[pd.DataFrame, np.ndarray]] = {}
+
+
+def _group_sizes(seen: pd.DataFrame) -> np.ndarray:
+    """Launches per (name, grid, block) group of a cached `_seen` frame."""
+    hit = _SIZES_CACHE.get(id(seen))
+    if hit is not None and hit[0] is seen:
+        return hit[1]
+    sizes = seen.groupby(["filter_name", "grid", "block"], sort=False).size().to_numpy()
+    if len(_SIZES_CACHE) > 4096:
+        _SIZES_CACHE.clear()
+    _SIZES_CACHE[id(seen)] = (seen, sizes)
+    return sizes
 
 
 def _ranks(
-    launches: pd.DataFrame, names: set[str], sigs: Sequence[Signature], key_has_name: bool
+    launches: pd.DataFrame,
+    names: set[str],
+    sigs: Sequence[Signature],
+    key_has_name: bool,
+    after: int = 0,
 ) -> tuple[dict[Signature, tuple[int, ...]], pd.DataFrame]:
     """For each signature of `names`: the ranks, in their launch-configuration groups, of its
     launches in the region (its first launch's rank is how many ncu must skip to reach it),
-    counting only launches of `names` (ncu's name filter applies first)."""
-    seen = _seen(launches, names, key_has_name)
-    rank_at = dict(zip(seen.index, seen["_rank"], strict=True))
-    return {
-        s: tuple(int(rank_at[p]) for p in (s.positions or (s.first,)) if p in rank_at)
-        for s in sigs
-        if s.filter_name in names
-    }, seen
+    counting only launches of `names` (ncu's name filter applies first) from launch `after` on."""
+    seen, rank_at = _seen_ranks(launches, names, key_has_name, after)
+    ranks = {}
+    for s in sigs:
+        if s.filter_name in names:
+            at = rank_at[np.asarray(s.positions or (s.first,), dtype=np.int64)]
+            ranks[s] = tuple(sorted(int(r) for r in at[at >= 0]))
+    return ranks, seen
 
 
 def _reached(ranks: Sequence[int], skip: int, count: int) -> bool:
-    return any(skip <= r < skip + count for r in ranks)
+    """Whether a launch of these ranks (ascending) falls in skip .. skip + count - 1."""
+    i = bisect.bisect_left(ranks, skip)
+    return i < len(ranks) and ranks[i] < skip + count
 
 
 def round_for(
@@ -93,11 +161,13 @@ def round_for(
     settings: PlanSettings,
     every: Sequence[Signature] = (),
     skip: int = 0,
+    after: int = 0,
 ) -> Round:
     """One run profiling `pending` by their names, launches `skip` to `skip + count` per launch
-    configuration; `profiled` also lists the signatures of `every` it reaches along the way."""
+    configuration (counted from launch `after` on); `profiled` also lists the signatures of
+    `every` it reaches along the way."""
     names = {s.filter_name for s in pending}
-    ranks, seen = _ranks(launches, names, [*pending, *every], settings.key_has_name)
+    ranks, seen = _ranks(launches, names, [*pending, *every], settings.key_has_name, after)
     wanted = tuple(s for s in pending if _reached(ranks[s], skip, count))
     profiled = tuple(
         s
@@ -107,9 +177,12 @@ def round_for(
     # Each (name, shape) group yields at most `count` results after its first `skip` whichever
     # key ncu uses; shared memory, which the timeline lacks, can only split groups further (a
     # small underestimate).
-    sizes = seen.groupby(["filter_name", "grid", "block"], sort=False).size()
-    expected = int((sizes - skip).clip(lower=0, upper=count).sum())
-    return Round(tuple(sorted(names)), count, wanted, expected, (), profiled, skip)
+    sizes = _group_sizes(seen)
+    expected = int(np.clip(sizes - skip, 0, count).sum())
+    rank = seen["_rank"].to_numpy()
+    chosen = seen.index.to_numpy()[(rank >= skip) & (rank < skip + count)]
+    share = reach(launches, chosen.tolist()) if settings.end_early else 1.0
+    return Round(tuple(sorted(names)), count, wanted, expected, (), profiled, skip, share, after)
 
 
 def launch_positions(
@@ -117,30 +190,44 @@ def launch_positions(
 ) -> list[int]:
     """Positions (in launch order) of the launches ncu profiles in round `r`: per launch
     configuration of the round's names, launches `launch_skip` to `launch_skip + launch_count`."""
-    seen = _seen(launches, set(r.names), key_has_name)
+    seen = _seen(launches, set(r.names), key_has_name, r.skip_before_match)
     chosen = (seen["_rank"] >= r.launch_skip) & (seen["_rank"] < r.launch_skip + r.launch_count)
     return sorted(int(i) for i in seen.index[chosen])
 
 
 def _skips(
     launches: pd.DataFrame, pending: Sequence[Signature], settings: PlanSettings
-) -> list[int]:
-    """The launch skips worth trying: 0, and where the launches mark a region outside which
-    some launches lie, the rank of each pending signature's first launch in the region."""
+) -> list[tuple[int, int]]:
+    """The (launch skip, skip before match) pairs worth trying: no skip, and where the launches
+    mark a region outside which some launches lie, the rank of each pending signature's first
+    launch in the region, and (settings.before_match) no skip but the launches before the
+    region's first ignored."""
     if "in_region" not in launches or launches["in_region"].astype(bool).all():
-        return [0]
+        return [(0, 0)]
     ranks, _ = _ranks(launches, {s.filter_name for s in pending}, pending, settings.key_has_name)
-    return sorted({0, *(min(r) for r in ranks.values() if r)})
+    pairs = [(skip, 0) for skip in sorted({0, *(min(r) for r in ranks.values() if r)})]
+    inside = launches.index[launches["in_region"].astype(bool).to_numpy()]
+    if settings.before_match and len(inside) and int(inside[0]) > 0:
+        pairs.append((0, int(inside[0])))
+    return pairs
 
 
 def round_s(r: Round, settings: PlanSettings) -> float:
-    """A run's estimated seconds: the program's own run time plus each profiled launch."""
-    return settings.program_s + r.launches * settings.seconds_per_launch
+    """A run's estimated seconds: the program's own run time up to its last planned launch (to
+    the end with --run-to-end) plus each profiled launch."""
+    return settings.program_s * r.reach + r.launches * settings.seconds_per_launch
 
 
-def _unprofiled_s(left: Sequence[Signature]) -> float:
-    """A signature left unprofiled costs as much as profiling all its launches: coverage wins."""
-    return sum(s.launches for s in left) * SECONDS_PER_LAUNCH["full"]
+# What leaving a chosen signature unprofiled costs, in runs of the program per share of GPU time:
+# 10% of the region's kernel time is worth one more ncu run of the program. Before, a signature
+# left out cost as much as profiling every launch of it under the full set, so the planner took
+# a second run (a whole program start under ncu, 14-28 s on the H200) for 2% of GPU time.
+UNPROFILED_RUNS_PER_SHARE = 10.0  # PlanSettings.unprofiled_runs_per_share's default
+
+
+def _unprofiled_s(left: Sequence[Signature], settings: PlanSettings) -> float:
+    """What leaving `left` unprofiled costs: their share of GPU time in program runs."""
+    return sum(s.share for s in left) * settings.unprofiled_runs_per_share * settings.program_s
 
 
 def _follow_s(launches: pd.DataFrame, left: Sequence[Signature], settings: PlanSettings) -> float:
@@ -149,11 +236,11 @@ def _follow_s(launches: pd.DataFrame, left: Sequence[Signature], settings: PlanS
     if not left:
         return 0.0
     costs = []
-    for skip in _skips(launches, left, settings):
+    for skip, after in _skips(launches, left, settings):
         for count in range(1, settings.max_launch_count + 1):
-            r = round_for(launches, left, count, settings, skip=skip)
+            r = round_for(launches, left, count, settings, skip=skip, after=after)
             left_out = [s for s in left if s not in r.wanted]
-            costs.append(round_s(r, settings) + _unprofiled_s(left_out))
+            costs.append(round_s(r, settings) + _unprofiled_s(left_out, settings))
     return min(costs)
 
 
@@ -161,24 +248,42 @@ def plan_rounds(
     launches: pd.DataFrame, chosen: Sequence[Signature], settings: PlanSettings
 ) -> tuple[list[Round], list[Signature]]:
     """Cover `chosen` with as few profiled launches and program runs as the cost model finds:
-    for each run try every launch skip and count, looking one run ahead for what it leaves."""
+    the cheapest of the greedy plans allowed 1, 2, ... `max_rounds` runs (a greedy plan allowed
+    three can take three runs where one would have done: the Llama step on the H200 was planned
+    as two runs of 29 and 40 launches, 88 s of ncu, where one run of 43 reaches all but 3.9% of
+    its kernel time)."""
+    best: tuple[float, list[Round], list[Signature]] | None = None
+    for most in range(1, settings.max_rounds + 1):
+        rounds, left = _greedy_rounds(launches, chosen, settings, most)
+        total = sum(round_s(r, settings) for r in rounds) + _unprofiled_s(left, settings)
+        if best is None or total < best[0] - 1e-9:
+            best = (total, rounds, left)
+    assert best is not None
+    return best[1], best[2]
+
+
+def _greedy_rounds(
+    launches: pd.DataFrame, chosen: Sequence[Signature], settings: PlanSettings, most: int
+) -> tuple[list[Round], list[Signature]]:
+    """At most `most` runs, each the cheapest of every launch skip and count, looking one run
+    ahead for what it leaves."""
     pending, rounds = list(chosen), list[Round]()
-    while pending and len(rounds) < settings.max_rounds:
+    while pending and len(rounds) < most:
         best: tuple[float, Round] | None = None
         tries = [
-            (skip, count)
-            for skip in _skips(launches, pending, settings)
+            (skip, after, count)
+            for skip, after in _skips(launches, pending, settings)
             for count in range(1, settings.max_launch_count + 1)
         ]
-        for skip, count in tries:
-            r = round_for(launches, pending, count, settings, skip=skip)
+        for skip, after, count in tries:
+            r = round_for(launches, pending, count, settings, skip=skip, after=after)
             if not r.wanted:
                 continue
             left = [s for s in pending if s not in r.wanted]
             cost = round_s(r, settings) + (
                 _follow_s(launches, left, settings)
-                if len(rounds) + 1 < settings.max_rounds
-                else _unprofiled_s(left)
+                if len(rounds) + 1 < most
+                else _unprofiled_s(left, settings)
             )
             if best is None or cost < best[0] - 1e-9:
                 best = (cost, r)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +65,7 @@ class RunState:
         progress: bool = False,
         collection: str | None = None,
         intercepted: int | None = None,
+        stop_when: Callable[[int, str], bool] | None = None,
     ) -> runner.RunResult:
         """Run one step's command, logged as `name`, and record it in the status; an ncu run
         also records what it collected and how many launches it saw (the breakdown)."""
@@ -82,6 +83,7 @@ class RunState:
             on_output=self.progress.output,
             on_progress=advance if progress else None,
             timeout_s=self.options.timeout_s,
+            stop_when=stop_when,
         )
         self.timings[name] = result.wall_s
         if name.startswith("2-"):
@@ -96,6 +98,7 @@ class RunState:
             profiled=result.profiled,
             **({"collection": collection} if collection else {}),
             **({"intercepted": intercepted} if intercepted is not None else {}),
+            **({"ended_early": True} if result.stopped_early else {}),
             **({"passes": p} if (p := breakdown.passes_summary(result.passes)) else {}),
         )
         self.status.save(self.sd)

@@ -54,6 +54,10 @@ STALL_REASONS: tuple[str, ...] = (
 )
 
 SOL = "GPU Speed Of Light Throughput"
+# ncu 2019.x-2020.x (nv-nsight-cu-cli) named the section and its rows differently ("SOL FB" for
+# DRAM Throughput, "Memory [%]", "SM [%]"); seen in public exports of it, e.g.
+# https://github.com/peihunglin/XPlacer-ML-DataPlacement (README.md, a V100 details page, 2020).
+OLD_SOL = "GPU Speed Of Light"
 LAUNCH = "Launch Statistics"
 OCC = "Occupancy"
 CWA = "Compute Workload Analysis"
@@ -77,35 +81,35 @@ _CORE: list[MetricSpec] = [
         "gpu__time_duration.sum",
         "ns",
         "Kernel duration on the GPU.",
-        (f"{SOL}/Duration",),
+        (f"{SOL}/Duration", f"{OLD_SOL}/Duration"),
     ),
     _m(
         "elapsed_cycles",
         "gpc__cycles_elapsed.max",
         "cycle",
         "Elapsed GPC cycles.",
-        (f"{SOL}/Elapsed Cycles",),
+        (f"{SOL}/Elapsed Cycles", f"{OLD_SOL}/Elapsed Cycles"),
     ),
     _m(
         "sm_active_cycles",
         "sm__cycles_active.avg",
         "cycle",
         "Cycles with at least one warp on the SM.",
-        (f"{SOL}/SM Active Cycles",),
+        (f"{SOL}/SM Active Cycles", f"{OLD_SOL}/SM Active Cycles"),
     ),
     _m(
         "sm_frequency_hz",
         "gpc__cycles_elapsed.avg.per_second",
         "Hz",
         "SM clock during the kernel.",
-        (f"{SOL}/SM Frequency",),
+        (f"{SOL}/SM Frequency", f"{OLD_SOL}/SM Frequency"),
     ),
     _m(
         "dram_frequency_hz",
         "dram__cycles_elapsed.avg.per_second",
         "Hz",
         "DRAM clock during the kernel.",
-        (f"{SOL}/DRAM Frequency",),
+        (f"{SOL}/DRAM Frequency", f"{OLD_SOL}/Memory Frequency"),
     ),
     # Speed of light
     _m(
@@ -113,7 +117,7 @@ _CORE: list[MetricSpec] = [
         "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
         "%",
         "ncu's Memory Throughput: the busiest memory unit, % of its peak.",
-        (f"{SOL}/Memory Throughput",),
+        (f"{SOL}/Memory Throughput", f"{OLD_SOL}/Memory [%]"),
     ),
     _m(
         "dram_throughput_pct",
@@ -123,28 +127,28 @@ _CORE: list[MetricSpec] = [
         ),
         "%",
         "DRAM bandwidth used, % of peak.",
-        (f"{SOL}/DRAM Throughput",),
+        (f"{SOL}/DRAM Throughput", f"{OLD_SOL}/SOL FB"),
     ),
     _m(
         "sm_throughput_pct",
         "sm__throughput.avg.pct_of_peak_sustained_elapsed",
         "%",
         "ncu's Compute (SM) Throughput: the busiest SM sub-unit, % of its peak.",
-        (f"{SOL}/Compute (SM) Throughput",),
+        (f"{SOL}/Compute (SM) Throughput", f"{OLD_SOL}/SM [%]"),
     ),
     _m(
         "l1_throughput_pct",
         "l1tex__throughput.avg.pct_of_peak_sustained_active",
         "%",
         "L1/TEX throughput, % of peak.",
-        (f"{SOL}/L1/TEX Cache Throughput",),
+        (f"{SOL}/L1/TEX Cache Throughput", f"{OLD_SOL}/SOL TEX"),
     ),
     _m(
         "l2_throughput_pct",
         "lts__throughput.avg.pct_of_peak_sustained_elapsed",
         "%",
         "L2 throughput, % of peak.",
-        (f"{SOL}/L2 Cache Throughput",),
+        (f"{SOL}/L2 Cache Throughput", f"{OLD_SOL}/SOL L2"),
     ),
     _m(
         "shared_throughput_pct",
@@ -861,3 +865,19 @@ IDENTITY_COLUMNS: tuple[str, ...] = (
 def label_index() -> dict[str, str]:
     """Details-page 'Section/Label' -> canonical name."""
     return {label: spec.name for spec in CATALOGUE.values() for label in spec.labels}
+
+
+# Canonical units whose base unit (model/units.py) a metric's printed unit must reduce to: a
+# duration printed in a unit nsdiag cannot convert to ns would be a wrong number, not a metric.
+_BASE_OF_UNIT = {"ns": "ns", "bytes": "byte", "Hz": "hz", "bytes/s": "byte/s"}
+
+
+def expected_base_units() -> dict[str, str]:
+    """ncu metric name -> the base unit its values must have (time, size, clock and bandwidth
+    metrics of the catalogue)."""
+    return {
+        metric: _BASE_OF_UNIT[spec.unit]
+        for spec in CATALOGUE.values()
+        if spec.unit in _BASE_OF_UNIT
+        for metric in spec.ncu
+    }

@@ -255,7 +255,10 @@ _CAST = re.compile(
 )
 # ncu's exports print PyTorch's anonymous namespace as `unnamed>::` where nsys prints
 # `<unnamed>::` (seen on the H200 with ncu 2025.3.1: `void unnamed>::max_pool_forward_nchw<...>`).
-_QUALIFIER = re.compile(r"(?:[A-Za-z_]\w*|<?unnamed>|\(anonymous namespace\))::")
+# A qualifier starts where its run of word characters does (digits before it stay: `9` in
+# `9abc::`): tried at every position inside a long identifier, `[A-Za-z_]\w*::` would scan to
+# the identifier's end from each one, quadratic in its length (100,000 characters: minutes).
+_QUALIFIER = re.compile(r"(?<!\w)(\d*)[A-Za-z_]\w*::|<?unnamed>::|\(anonymous namespace\)::")
 _NCU_UNNAMED = re.compile(r"(?<!<)\bunnamed>::")
 
 
@@ -295,5 +298,5 @@ def normalized(name: str) -> str:
     """A demangled name with the spelling differences between nsys and ncu removed (namespace
     qualifiers, casts on template integers, spaces), to match a profiled kernel to its signature."""
     text = _CAST.sub("", str(name))
-    text = _QUALIFIER.sub("", text)
+    text = _QUALIFIER.sub(lambda m: m.group(1) or "", text)
     return re.sub(r"\s+", "", text)

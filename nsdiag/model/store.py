@@ -6,9 +6,11 @@ column's dtype is recorded, so save -> load gives equal frames.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,6 +24,7 @@ from nsdiag.model.session import Session
 from nsdiag.safe_write import os_error_hint, replacing, write_atomically
 
 MANIFEST = "session.json"
+LOCK = "session.json.lock"  # present while a session is being written into the folder
 SCHEMA = "nsdiag.session/1"
 MISSING = "#N/A"  # written for missing cells, so an empty string stays an empty string
 _PANDAS_MAJOR = int(pd.__version__.split(".")[0])
@@ -37,8 +40,18 @@ def save(session: Session, directory: Path, replace: bool = True) -> Path:
 
     Each file is written safely (nsdiag/safe_write.py: never through a link, atomic), the
     manifest last, so an interrupted save leaves no half session behind a new manifest.
-    `replace=False` refuses a folder that already holds a session."""
+    `replace=False` refuses a folder that already holds a session. While it writes, the folder
+    holds a lock file (created exclusively): a second save into it, from another nsdiag running
+    at the same time, is refused instead of both succeeding with their tables mixed."""
     _prepare(directory, replace)
+    with _writing(directory):
+        if not replace and os.path.lexists(directory / MANIFEST):  # written since the check
+            raise _holds_session(directory)
+        _write(session, directory)
+    return directory
+
+
+def _write(session: Session, directory: Path) -> None:
     tables_dir = directory / "tables"
     _make_folder(tables_dir)
     dtypes: dict[str, dict[str, str]] = {}
@@ -55,7 +68,34 @@ def save(session: Session, directory: Path, replace: bool = True) -> Path:
         "columns": {name: [str(c) for c in getattr(session, name).columns] for name in TABLES},
     }
     write_atomically(directory / MANIFEST, json.dumps(manifest, indent=1, default=str).encode())
-    return directory
+
+
+@contextlib.contextmanager
+def _writing(directory: Path) -> Iterator[None]:
+    """Hold the folder's lock file while a session is written into it."""
+    lock = directory / LOCK
+    try:
+        os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    except FileExistsError as exc:
+        raise OutputError(
+            f"another nsdiag is writing a session into {directory} (it holds {lock})",
+            "wait for it to finish or choose another folder; if no nsdiag is running, "
+            f"delete {lock}",
+        ) from exc
+    except OSError as exc:
+        raise OutputError(f"cannot write {lock}: {exc.strerror}", os_error_hint(exc)) from exc
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock)
+
+
+def _holds_session(directory: Path) -> OutputError:
+    return OutputError(
+        f"{directory} already holds a session ({MANIFEST})",
+        "give a new folder, or delete that one first to replace it",
+    )
 
 
 def _prepare(directory: Path, replace: bool) -> None:
@@ -71,10 +111,7 @@ def _prepare(directory: Path, replace: bool) -> None:
             "give a new or existing folder for the session",
         )
     if holds_session and not replace:
-        raise OutputError(
-            f"{directory} already holds a session ({MANIFEST})",
-            "give a new folder, or delete that one first to replace it",
-        )
+        raise _holds_session(directory)
     _make_folder(directory)
 
 

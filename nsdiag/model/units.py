@@ -2,8 +2,9 @@
 
 ncu prints base units with `--print-units base` ("ns", "byte", "byte/s", "sector/s") and
 rescaled ones by default ("us", "Mbyte", "Gbyte/s", "Ghz", "sector/ns", "Kbyte/block",
-"%/Kbyte"); older versions spell time "nsecond"/"usecond". Prefixes are decimal (SI); the
-binary "Kibyte" family is 1024-based. A compound unit scales numerator and denominator.
+"%/Kbyte"); older versions spell time "nsecond"/"usecond" and clocks "cycle/second" (read as
+hz). Prefixes are decimal (SI); the binary "Kibyte" family is 1024-based. A compound unit scales
+numerator and denominator.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ def parse_unit(unit: str) -> tuple[str, float]:
     if "/" in u:
         num, den = u.split("/", 1)
         base_num, f_num = parse_unit(num)
-        if den in _TIME_NS:  # a rate: per second
-            return f"{base_num}/s", f_num * 1e9 / _TIME_NS[den]
+        if den in _TIME_NS:  # a rate: per second (cycles per second are a clock: ncu 2019-2020)
+            unit = "hz" if base_num == "cycle" else f"{base_num}/s"
+            return unit, f_num * 1e9 / _TIME_NS[den]
         base_den, f_den = parse_unit(den)
         return f"{base_num}/{base_den}", f_num / f_den
     if u in _TIME_NS:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 
 _CSV_NAMES = (".csv", ".csv.gz", ".txt", ".txt.gz", ".log")
+NSYS_REPORTS = (".nsys-rep", ".qdrep")  # .qdrep: nsys before 2021.4; both read through nsys export
 
 
 def _csv_reader(kind: str) -> Callable[[CsvTable], Session]:
@@ -71,7 +72,7 @@ def reader_for(
         from nsdiag.readers import nsys_sqlite
 
         return nsys_sqlite.read
-    if name.endswith(".nsys-rep"):
+    if name.endswith(NSYS_REPORTS):
         from nsdiag.readers import nsys_rep
 
         if export_nsys_rep is None:
@@ -82,7 +83,7 @@ def reader_for(
     raise InputError(
         f"{path}: unknown input type",
         "nsdiag reads session folders, .ncu-rep files, ncu CSV exports, nsys .sqlite exports, "
-        ".nsys-rep reports and nsys stats CSVs",
+        ".nsys-rep and .qdrep reports and nsys stats CSVs",
     )
 
 
@@ -90,22 +91,28 @@ def load(
     paths: str | Path | Iterable[str | Path],
     export_nsys_rep: SqliteExport | None = None,
     max_input_mb: float | None = None,
+    max_input_rows: float | None = None,
 ) -> Session:
     """Read one or several inputs into one Session. `export_nsys_rep(report, output)` writes a
     `.nsys-rep` report's SQLite export (without it, only reports with a fresh export beside them
     can be read). `max_input_mb`: the largest input accepted, uncompressed (default: the
-    environment's NSDIAG_MAX_INPUT_MB, else a limit per kind of input, readers/source.py)."""
+    environment's NSDIAG_MAX_INPUT_MB, else a limit per kind of input, readers/source.py);
+    `max_input_rows`: the most rows read from one table of an export (default: the
+    environment's NSDIAG_MAX_INPUT_ROWS, else readers/source.py's)."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
     from nsdiag.readers import ranks
 
-    with source.input_limit(max_input_mb):
+    with source.input_limit(max_input_mb, max_input_rows):
         unique, repeated = distinct_inputs([Path(p) for p in paths])
         read = functools.partial(_read_one, export_nsys_rep=export_nsys_rep)
         sessions = ranks.read_reports([(read, p) for p in unique])
     if not sessions:
         raise InputError("no input given", "pass a session folder, a .ncu-rep or an ncu CSV export")
     # a merge hands over a Session too: checked as each reader's is
+    if ranks.is_rank_set(sessions):  # copies of one report are one rank, not two
+        sessions, unique, copies = ranks.distinct_reports(sessions, unique)
+        repeated += copies
     if ranks.is_rank_set(sessions):  # one timeline per rank (or per node) of one run
         merged = check_session(
             ranks.merge_rank_reports(sessions, unique), "nsdiag.readers.ranks.merge_rank_reports"
@@ -145,7 +152,7 @@ def _name(reader: Callable[..., Session]) -> str:
 
 def _size_kind(name: str) -> str:
     """Which size limit applies to an input, by its name."""
-    if name.endswith((".sqlite", ".sqlite.gz", ".nsys-rep")):
+    if name.endswith((".sqlite", ".sqlite.gz", *NSYS_REPORTS)):
         return "sqlite"
     return "ncu-rep" if ".ncu-rep" in name else "text"
 

@@ -4,9 +4,10 @@ streamed to pandas without holding the file's text.
 ncu prints ==PROF== and ==WARNING== lines and the program's own output around its table (and,
 with --print-details all, free-form section tables inside it). A row of the table starts with a
 quote (ncu quotes every cell), a digit (the same export re-saved with minimal quoting, or an
-nsys stats report) or a comma (ncu's units row); other lines are skipped. A last line without
-its end of line and with fewer cells than the header is a row cut off mid-way: it is dropped
-with a warning.
+nsys stats report) or a comma (ncu's units row); other lines are skipped. A quoted cell may span
+lines (a line break in a kernel name). A last line without its end of line and with fewer cells
+than the header is a row cut off mid-way: it is dropped with a warning. ncu names each column
+once: a header that repeats a name is refused.
 """
 
 from __future__ import annotations
@@ -55,15 +56,25 @@ def _cells(line: str) -> list[str]:
 
 
 class _Rows:
-    """A file-like object pandas reads the table from: the header line, then the rows."""
+    """A file-like object pandas reads the table from: the header line, then the rows.
 
-    def __init__(self, text: io.TextIOBase, path: Path, header: str, line_no: int) -> None:
+    A quoted cell may hold a line break (a kernel name): a row whose quotes are not balanced
+    continues on the next line. With `whole_rows`, a row with fewer cells than the header is no
+    row of this table (a raw page's rows are complete: another export pasted below it) and is
+    left out, counted in `short`."""
+
+    def __init__(
+        self, text: io.TextIOBase, path: Path, header: str, line_no: int, whole_rows: bool = False
+    ) -> None:
         self._text, self._path = text, path
         self._pending: list[str] = [header]
         self._fields = len(_cells(header))
+        self._whole_rows = whole_rows
         self.line_no = line_no  # of the last line read, 1-based
         self.skipped = 0  # lines that are not rows (console messages, section tables)
         self.cut_row: int | None = None  # line number of a row cut off at the end of the file
+        self.short: list[int] = []  # line numbers of rows with fewer cells than the header
+        self.short_cells = 0  # cells of the first of them
 
     def _line(self) -> str:
         line = self._text.readline(MAX_LINE_CHARS)
@@ -82,15 +93,54 @@ class _Rows:
             line = self._line()
             if not line:
                 return None
+            if line.startswith('"'):
+                line = self._whole_quotes(line)
             if not line.endswith(("\n", "\r")):
                 if line.count('"') % 2 or len(_cells(line)) < self._fields:
                     self.cut_row = self.line_no
                     continue
                 line += "\n"
             if line.startswith(_ROW_STARTS):
+                # a units row (empty ID cell) may leave its trailing empty cells out
+                units = line.startswith(('""', ","))
+                if self._whole_rows and not units and self._is_short(line):
+                    continue
                 return line
             if line.strip():
                 self.skipped += 1
+
+    def _whole_quotes(self, line: str) -> str:
+        """`line` with the lines its open quoted cell continues on (a line break in a cell)."""
+        parts, length = [line], len(line)
+        quotes = line.count('"')
+        while quotes % 2 and parts[-1].endswith(("\n", "\r")):
+            more = self._line()
+            if not more:  # the file ends inside the cell: a row cut off (see _next_row)
+                return "".join(parts).rstrip("\r\n")
+            parts.append(more)
+            quotes += more.count('"')
+            length += len(more)
+            if length >= MAX_LINE_CHARS:
+                raise InputError(
+                    f"{self._path}: a quoted cell from line {self.line_no - len(parts) + 2} on "
+                    f"is not closed within {MAX_LINE_CHARS // source.MB} MB",
+                    "check that this is the profiler's CSV export",
+                )
+        return "".join(parts)
+
+    def _is_short(self, line: str) -> bool:
+        """Fewer cells than the header (counted cheaply: a fully quoted row's separators are
+        '","'; only a row that may be short is split)."""
+        fields = self._fields
+        if line.count('","' if line.startswith('"') else ",") + 1 >= fields:
+            return False
+        cells = len(_cells(line))
+        if cells >= fields:
+            return False
+        if not self.short:
+            self.short_cells = cells
+        self.short.append(self.line_no)
+        return True
 
     def peek(self) -> str:
         """The first row after the header ('' when there is none), left to be read."""
@@ -156,6 +206,13 @@ class CsvTable:
                 f"{self.path} ends in the middle of a row (line {self.rows.cut_row}): "
                 "the file was cut off; that row is left out"
             )
+        short = self.rows.short
+        if short:
+            self.warnings.append(
+                f"{self.path}: {len(short):,} line(s) from line {short[0]} on have fewer cells "
+                f"than the header ({self.rows.short_cells:,}, not {len(self.header):,}): they are "
+                "not rows of this table (another export pasted into the file?) and are left out"
+            )
         return frame
 
     def close(self) -> None:
@@ -185,7 +242,10 @@ def open_table(path: Path, expect: str | None = None) -> CsvTable:
             if kind is not None:
                 if not line.endswith(("\n", "\r")):
                     line += "\n"
-                table = CsvTable(path, kind, line, _Rows(text, path, line, line_no), text)
+                rows = _Rows(text, path, line, line_no, whole_rows=kind == "ncu-raw")
+                table = CsvTable(path, kind, line, rows, text)
+                if kind.startswith("ncu"):
+                    _check_unique(path, table.header)
                 if expect is not None and kind != expect:
                     raise InputError(
                         f"{path} is an {_NAMES[kind]}, not an {_NAMES[expect]}",
@@ -201,6 +261,20 @@ def open_table(path: Path, expect: str | None = None) -> CsvTable:
         f"{path} is not a CSV export nsdiag knows: no header line found ({seen})",
         f"{EXPECTED_HEADERS}",
     )
+
+
+def _check_unique(path: Path, header: list[str]) -> None:
+    """ncu names each column once; a repeated name (a hand-edited or concatenated file) would
+    make one cell of each row two values."""
+    seen: dict[str, int] = {}
+    for number, cell in enumerate(header, 1):
+        if cell and cell in seen:
+            raise InputError(
+                f"{path}: column {cell!r} appears twice in the header (columns {seen[cell]} and "
+                f"{number}), which no ncu export has",
+                "re-export the report with ncu --csv, or remove the repeated column",
+            )
+        seen[cell] = number
 
 
 _NAMES = {

@@ -63,7 +63,9 @@ def build_session(
                 canonical[col] = extra_canonical[col].reset_index(drop=True).astype("float64")
     kernels = pd.concat([identity, canonical], axis=1)
     for dim, column in (("grid", "grid_size"), ("block", "block_size")):
-        if dim in kernels and (column not in kernels or kernels[column].isna().all()):
+        if dim not in kernels:  # ncu before 2021 printed no Grid Size / Block Size columns
+            kernels[dim] = ""
+        elif column not in kernels or kernels[column].isna().all():
             kernels[column] = kernels[dim].map(dims_product)
     kernels = order_columns(kernels)
     return Session(

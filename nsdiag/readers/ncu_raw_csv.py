@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from nsdiag.errors import InputError
+from nsdiag.model.catalogue import expected_base_units
 from nsdiag.model.session import Session
 from nsdiag.model.units import parse_unit
 from nsdiag.readers.csv_table import CsvTable, open_table
@@ -79,6 +80,7 @@ def read_table(table: CsvTable) -> Session:
         str(path),
         ids,
     )
+    metrics, unit_warnings = _known_units(metrics, units, str(path))
     raw, raw_units = _to_base_units(metrics, units)
     ident = frame[identity].rename(columns=IDENTITY_HEADERS).fillna("")
     if nvtx_cols:
@@ -91,7 +93,7 @@ def read_table(table: CsvTable) -> Session:
         raw_units,
         source=str(path),
         fmt="ncu-raw-csv",
-        warnings=[*table.warnings, *warnings],
+        warnings=[*table.warnings, *warnings, *unit_warnings],
     )
 
 
@@ -100,6 +102,30 @@ def innermost_nvtx_range(cell: str) -> str:
     enclosing the launch as quoted 'domain:name:payload...' entries, outermost first)."""
     names = [entry.split(":")[1] for entry in _NVTX_ENTRY.findall(cell) if entry.count(":") >= 1]
     return names[-1] if names else ""
+
+
+def _known_units(
+    metrics: pd.DataFrame, units: dict[str, str], source: str
+) -> tuple[pd.DataFrame, list[str]]:
+    """Time, size, clock and bandwidth metrics whose printed unit does not reduce to theirs
+    (a duration in 'furlong' or 'cycle') are left out, with a warning: scaled by a guess they
+    would be wrong numbers."""
+    expected = expected_base_units()
+    wrong: dict[str, str] = {}
+    for column in metrics.columns:
+        unit = units.get(column, "").strip()
+        want = expected.get(column)
+        if want and unit and parse_unit(unit)[0].split("/")[0] != want.split("/")[0]:
+            wrong[column] = unit
+    if not wrong:
+        return metrics, []
+    shown = ", ".join(f"{c} in {u!r} ({expected[c]} expected)" for c, u in list(wrong.items())[:3])
+    more = f" and {len(wrong) - 3} more" if len(wrong) > 3 else ""
+    warning = (
+        f"{source}: the units row gives {shown}{more}, a unit nsdiag cannot convert; "
+        "those columns are left out"
+    )
+    return metrics.drop(columns=list(wrong)), [warning]
 
 
 def _to_base_units(

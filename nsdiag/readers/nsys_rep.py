@@ -1,4 +1,5 @@
-"""Reader for `.nsys-rep` reports: read through their SQLite export.
+"""Reader for `.nsys-rep` reports (and `.qdrep`, their name before nsys 2021.4): read through
+their SQLite export.
 
 Readers never start a process: the export comes from nsys next to the report (`x.sqlite`, newer
 than `x.nsys-rep`), or from the `export` function the caller passes in. `nsdiag.load` passes
@@ -7,6 +8,7 @@ nsdiag.collect's, which runs `nsys export` into a temporary folder.
 
 from __future__ import annotations
 
+import shlex
 import tempfile
 from collections.abc import Callable
 from dataclasses import replace
@@ -40,13 +42,26 @@ def read(path: Path, export: SqliteExport | None = None) -> Session:
     if existing is not None:
         session = nsys_sqlite.read(existing)
     elif export is None:
+        command = shlex.join(
+            [
+                "nsys",
+                "export",
+                "--type",
+                "sqlite",
+                "-o",
+                str(path.with_suffix(".sqlite")),
+                str(path),
+            ]
+        )
         raise InputError(
-            f"{path} has no SQLite export next to it, and reading it needs nsys to make one",
+            f"{path} has no SQLite export next to it, and reading it needs nsys to make one: "
+            f"run {command}",
             NO_EXPORT_HINT,
         )
     else:
         # Export to a temporary folder: the report's own folder may be read-only.
         with tempfile.TemporaryDirectory(prefix="nsdiag-nsys-") as tmp:
             session = nsys_sqlite.read(export(path, Path(tmp) / "export.sqlite"))
-    session.meta = replace(session.meta, sources=(Source(str(path), "nsys-rep"),))
+    kind = "qdrep" if path.name.lower().endswith(".qdrep") else "nsys-rep"
+    session.meta = replace(session.meta, sources=(Source(str(path), kind),))
     return session

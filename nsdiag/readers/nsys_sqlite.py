@@ -101,8 +101,20 @@ def read(path: Path) -> Session:
             con = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
         except sqlite3.Error as exc:
             raise InputError(f"cannot open {path}: {exc}", "pass an nsys SQLite export") from exc
+        con.text_factory = text_of_cell
+        budget = _WorkBudget(input_source.limit_rows())
+        con.set_progress_handler(budget.step, _STEPS_PER_CHECK)
         try:
             return read_connection(con, source=str(path))
+        except _TooManyRows as exc:
+            raise input_source.too_many_rows(path, exc.table, exc.limit) from exc
+        except sqlite3.OperationalError as exc:
+            if budget.spent:
+                raise input_source.too_much_work(path, budget.rows) from exc
+            raise InputError(
+                f"{path} is not a readable SQLite database: {exc}",
+                "export it with: nsys export --type sqlite report.nsys-rep",
+            ) from exc
         except (sqlite3.DatabaseError, ValueError, OverflowError) as exc:
             # not SQLite, a truncated or damaged file, or text where ids belong
             raise InputError(
@@ -113,18 +125,52 @@ def read(path: Path) -> Session:
             con.close()
 
 
+def text_of_cell(data: bytes) -> str:
+    """A TEXT cell as str: nsys 2022 wrote binary bytes into some (TARGET_INFO_SYSTEM_ENV), which
+    the default decoder refuses; undecodable bytes become U+FFFD."""
+    return data.decode("utf-8", errors="replace")
+
+
+# SQLite's virtual machine runs about 20 steps per row nsdiag reads from a real export; a read
+# may take this many per row of the row limit (a view that computes rows costs far more).
+_STEPS_PER_ROW = 200
+_STEPS_PER_CHECK = 100_000
+
+
+class _WorkBudget:
+    """A progress handler that stops a read past its budget of SQLite steps: the row limit
+    bounds rows returned, this bounds the work of producing them (a view over a large join)."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+        self.checks_left = rows * _STEPS_PER_ROW // _STEPS_PER_CHECK + 1
+        self.spent = False
+
+    def step(self) -> int:
+        self.checks_left -= 1
+        self.spent = self.checks_left < 0
+        return int(self.spent)  # non-zero: SQLite interrupts the statement
+
+
+class _TooManyRows(Exception):
+    def __init__(self, table: str, limit: int) -> None:
+        super().__init__(table, limit)
+        self.table, self.limit = table, limit
+
+
 def read_connection(con: sqlite3.Connection, source: str = "") -> Session:
     """The Session held by an open nsys export."""
     schema = _schema(con)
+    where = source or "database"
     if not any(
         t.startswith(("CUPTI_ACTIVITY_KIND_", "NVTX_EVENTS", "TARGET_INFO")) for t in schema
     ):
         raise InputError(
-            f"{source or 'database'} has no Nsight Systems tables",
+            f"{where} has no Nsight Systems tables",
             "export the report with: nsys export --type sqlite report.nsys-rep",
         )
+    _check_names_table(con, schema, where)
     strings = _strings(con, schema)
-    where = source or "database"
     api, warnings = intervals(_api_calls(con, schema, strings), "CUDA API calls", where)
     nvtx, found = intervals(_nvtx(con, schema, strings), "NVTX ranges", where)
     timeline, more = intervals(_activities(con, schema, strings), "GPU activities", where)
@@ -164,7 +210,38 @@ def _missing_tables(schema: Schema, source: str) -> tuple[list[str], list[str]]:
     return missing, [f"{source} has {words[what]}" for what in missing]
 
 
+def _check_names_table(con: sqlite3.Connection, schema: Schema, source: str) -> None:
+    """Kernel and CUDA call names are ids into StringIds: an export with launches or calls but
+    without it has no names, and the analyses that go by name (synchronisations, NCCL, fusion)
+    would answer wrongly, so it is refused."""
+    if "StringIds" in schema:
+        return
+    named = [t for t in (*CORE_TABLES["kernels"], *CORE_TABLES["api_calls"]) if t in schema]
+    if any(con.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone() for t in named):
+        raise InputError(
+            f"{source} has no StringIds table, so its kernels and CUDA calls have no names",
+            "export the report again with: nsys export --type sqlite report.nsys-rep",
+        )
+
+
 # ---------------------------------------------------------------- generic SQL helpers
+
+
+def _bounded(con: sqlite3.Connection, table: str) -> None:
+    """Refuse a table (or a view: it may yield far more rows than the file holds bytes) with
+    more rows than nsdiag reads, before reading any."""
+    limit = input_source.limit_rows()
+    (count,) = con.execute(
+        f'SELECT count(*) FROM (SELECT 1 FROM "{table}" LIMIT {limit + 1})'
+    ).fetchone()
+    if count > limit:
+        raise _TooManyRows(table, limit)
+
+
+def _select(con: sqlite3.Connection, table: str, sql: str, *args: Any) -> sqlite3.Cursor:
+    """A query over `table`, after checking its size."""
+    _bounded(con, table)
+    return con.execute(sql, args)
 
 
 def _schema(con: sqlite3.Connection) -> Schema:
@@ -186,7 +263,7 @@ def _query(
         for alias, col in columns.items()
     ]
     sql = f'SELECT {", ".join(exprs)} FROM "{table}"' + (f" WHERE {where}" if where else "")
-    rows = con.execute(sql).fetchall()
+    rows = _select(con, table, sql).fetchall()
     return pd.DataFrame.from_records(rows, columns=list(columns), coerce_float=False)
 
 
@@ -201,16 +278,35 @@ def _fetch_ints(
     present = schema.get(table, {})
     if not present:
         return pd.DataFrame({alias: np.empty(0, dtype="int64") for alias in columns})
+    _bounded(con, table)
     # NOT NULL columns are read bare: IFNULL costs ~20% of the fetch.
-    exprs = [
+    bare = [
         f'"{col}"' if present.get(col) else f"IFNULL({_expr(col, present)}, -1)"
         for col in columns.values()
     ]
-    sql = f'SELECT {", ".join(exprs)} FROM "{table}"' + (f" WHERE {where}" if where else "")
-    data = np.fromiter(itertools.chain.from_iterable(con.execute(sql)), dtype="int64").reshape(
-        -1, len(columns)
-    )
+    try:
+        data = _int_rows(con, table, bare, where)
+    except TypeError:  # a NULL where the schema says NOT NULL (a damaged or edited file)
+        data = _int_rows(con, table, _null_safe(columns, present), where)
     return pd.DataFrame({alias: data[:, i] for i, alias in enumerate(columns)})
+
+
+# A time the export left NULL: far outside any timestamp, so `validate.intervals` drops its row.
+_NO_TIME = -(1 << 63)
+
+
+def _null_safe(columns: dict[str, str], present: dict[str, bool]) -> list[str]:
+    """Every column wrapped in IFNULL: -1 for an id or a size, _NO_TIME for a start or an end."""
+    return [
+        f"IFNULL({_expr(col, present)}, {_NO_TIME if alias in ('start_ns', 'end_ns') else -1})"
+        for alias, col in columns.items()
+    ]
+
+
+def _int_rows(con: sqlite3.Connection, table: str, exprs: list[str], where: str) -> np.ndarray:
+    sql = f'SELECT {", ".join(exprs)} FROM "{table}"' + (f" WHERE {where}" if where else "")
+    rows = itertools.chain.from_iterable(con.execute(sql))
+    return np.fromiter(rows, dtype="int64").reshape(-1, len(exprs))
 
 
 def _expr(column: str, present: dict[str, bool]) -> str:
@@ -228,7 +324,7 @@ def _ints(series: pd.Series, missing: int = -1) -> np.ndarray:
 
 def _strings(con: sqlite3.Connection, schema: Schema) -> dict[int, str]:
     return (
-        dict(con.execute("SELECT id, value FROM StringIds").fetchall())
+        dict(_select(con, "StringIds", "SELECT id, value FROM StringIds").fetchall())
         if "StringIds" in schema
         else {}
     )
@@ -243,7 +339,7 @@ def _enum(
     if "name" not in schema.get(table, {}):
         return dict(fallback)
     out = {}
-    for i, name in con.execute(f'SELECT id, name FROM "{table}"'):
+    for i, name in _select(con, table, f'SELECT id, name FROM "{table}"'):
         label = re.split(r"_(?:KIND|TYPE)_", str(name))[-1]
         out[int(i)] = (
             label.replace("TO", "to")
@@ -385,7 +481,7 @@ def _nvtx(con: sqlite3.Connection, schema: Schema, strings: dict[int, str]) -> p
 def _range_event_types(con: sqlite3.Connection, schema: Schema) -> list[int]:
     """Event type ids of NVTX ranges, from ENUM_NSYS_EVENT_TYPE when the export has it."""
     rows = (
-        con.execute("SELECT id, name FROM ENUM_NSYS_EVENT_TYPE").fetchall()
+        _select(con, "ENUM_NSYS_EVENT_TYPE", "SELECT id, name FROM ENUM_NSYS_EVENT_TYPE").fetchall()
         if "ENUM_NSYS_EVENT_TYPE" in schema
         else []
     )
@@ -396,8 +492,10 @@ def _domains(con: sqlite3.Connection, schema: Schema, domain_ids: pd.Series) -> 
     """Domain names come from NvtxDomainCreate events (eventType 75); 0 is the default domain."""
     names: dict[int, str] = {}
     if {"domainId", "text"} <= schema.get("NVTX_EVENTS", {}).keys():
-        rows = con.execute(
-            "SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = 75 AND text IS NOT NULL"
+        rows = _select(
+            con,
+            "NVTX_EVENTS",
+            "SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = 75 AND text IS NOT NULL",
         )
         names = {int(d): str(t) for d, t in rows if d is not None}
     return _decode(_ints(domain_ids, 0), names, "")
@@ -591,7 +689,9 @@ def _range_names(
 def _meta(con: sqlite3.Connection, schema: Schema, source: str) -> SessionMeta:
     devices = _devices(con, schema)
     info = (
-        dict(con.execute("SELECT name, value FROM META_DATA_EXPORT").fetchall())
+        dict(
+            _select(con, "META_DATA_EXPORT", "SELECT name, value FROM META_DATA_EXPORT").fetchall()
+        )
         if "META_DATA_EXPORT" in schema
         else {}
     )
@@ -624,6 +724,7 @@ RANK_VARIABLES = (
     "PMIX_RANK",
     "PMI_SIZE",
 )
+_RANK_DIGITS = 9  # ranks and world sizes below 10^9
 _RANK_VARIABLE = re.compile(rf"(?:^|;)({'|'.join(RANK_VARIABLES)})=\"?(\d+)")
 
 
@@ -637,21 +738,31 @@ def _recording(
     host: str | None = None
     start: int | None = None
     system = (
-        dict(con.execute("SELECT name, value FROM TARGET_INFO_SYSTEM_ENV").fetchall())
+        dict(
+            _select(
+                con, "TARGET_INFO_SYSTEM_ENV", "SELECT name, value FROM TARGET_INFO_SYSTEM_ENV"
+            ).fetchall()
+        )
         if {"name", "value"} <= schema.get("TARGET_INFO_SYSTEM_ENV", {}).keys()
         else {}
     )
     if system.get("Hostname"):
         host = str(system["Hostname"])
     if "utcEpochNs" in schema.get("TARGET_INFO_SESSION_START_TIME", {}):
-        row = con.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
+        row = _select(
+            con,
+            "TARGET_INFO_SESSION_START_TIME",
+            "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME",
+        ).fetchone()
         if row and row[0] is not None:
             start = int(row[0])
     captured = (
         [
             str(v)
-            for (v,) in con.execute(
-                "SELECT value FROM META_DATA_CAPTURE WHERE name LIKE '%ENVIRONMENT_VARIABLE'"
+            for (v,) in _select(
+                con,
+                "META_DATA_CAPTURE",
+                "SELECT value FROM META_DATA_CAPTURE WHERE name LIKE '%ENVIRONMENT_VARIABLE'",
             )
         ]
         if {"name", "value"} <= schema.get("META_DATA_CAPTURE", {}).keys()
@@ -659,7 +770,13 @@ def _recording(
     )
     # nsys's own environment (DeviceEnvironment) when the capture lists none
     texts = captured or [str(system.get("DeviceEnvironment", ""))]
-    found = {m[1]: int(m[2]) for text in texts for m in _RANK_VARIABLE.finditer(text)}
+    # a number no launcher gives (RANK=99999999999999999999) is not a rank: left out
+    found = {
+        m[1]: int(m[2])
+        for text in texts
+        for m in _RANK_VARIABLE.finditer(text)
+        if len(m[2]) <= _RANK_DIGITS
+    }
     return host, start, found or None
 
 
@@ -680,8 +797,13 @@ _GPU_FIELDS = {
 }
 
 
+# nsys 2021 exports name the GPU table TARGET_INFO_CUDA_GPU (the same columns it reads)
+GPU_TABLES = ("TARGET_INFO_GPU", "TARGET_INFO_CUDA_GPU")
+
+
 def _devices(con: sqlite3.Connection, schema: Schema) -> list[dict[str, Any]]:
-    frame = _query(con, schema, "TARGET_INFO_GPU", _GPU_FIELDS)
+    table = next((t for t in GPU_TABLES if t in schema), GPU_TABLES[0])
+    frame = _query(con, schema, table, _GPU_FIELDS)
     devices = []
     for row in frame.to_dict("records"):
         info = {

@@ -4,7 +4,9 @@ cuda_gpu_trace becomes the Session's timeline (one row per kernel, copy and mems
 ranges or API calls: nsys stats does not print them per activity). Summary reports
 (cuda_gpu_kern_sum, cuda_api_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum, nvtx_sum) have
 no start times, so they cannot be placed on a timeline: their rows go to
-meta.nsys_<report>, in base units, for the renderers.
+meta.nsys_<report>, in base units; cuda_gpu_kern_sum also becomes the kernel table, one row per
+kernel by total time, and the others a line each on what took the most time
+(readers/nsys_summary.py).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import pandas as pd
 from nsdiag.errors import InputError
 from nsdiag.model.meta import SessionMeta, Source
 from nsdiag.model.schema import COPY_KINDS, MEMORY_KINDS, UNKNOWN, known
-from nsdiag.model.session import TIMELINE_COLUMNS, Session, empty_frame
+from nsdiag.model.session import Session
 from nsdiag.readers.csv_table import CsvTable, open_table
+from nsdiag.readers.nsys_summary import kernel_summary, summary_lines
 from nsdiag.readers.validate import intervals
 
 _UNIT = re.compile(r"^(?P<name>.*?)\s*\((?P<unit>[^()]*)\)$")
@@ -85,9 +88,19 @@ def read_table(table: CsvTable) -> Session:
     report = report_kind(table.header_line)
     frame = table.frame(f"{report} CSV", "re-export the report", skip_blank_lines=True)
     meta = SessionMeta(sources=(Source(str(path), f"nsys-stats-{report}"),))
+    if report == "cuda_gpu_kern_sum":  # a kernel table by total time (readers/nsys_summary.py)
+        session = kernel_summary(_base_units(frame), path)
+        session.meta = replace(
+            session.meta,
+            nsys_cuda_gpu_kern_sum=tuple(_summary(frame)),
+            warnings=(*table.warnings, *session.meta.warnings),
+        )
+        return session
     if report != "cuda_gpu_trace":
-        summary: dict[str, Any] = {f"nsys_{report}": tuple(_summary(frame))}
-        return Session(meta=replace(meta, **summary, warnings=tuple(table.warnings)))
+        rows = _summary(frame)
+        summary: dict[str, Any] = {f"nsys_{report}": tuple(rows)}
+        shown = (*table.warnings, *summary_lines(str(report), rows, str(path)))
+        return Session(meta=replace(meta, **summary, warnings=shown))
     timeline, device_name = _trace(frame, path)
     timeline, warnings = intervals(timeline, "GPU activities", str(path))
     timeline = timeline.astype(dict.fromkeys(("start_ns", "end_ns", "duration_ns"), "int64"))
@@ -135,8 +148,11 @@ def _trace(frame: pd.DataFrame, path: Path) -> tuple[pd.DataFrame, str]:
         raise InputError(
             f"{path}: cuda_gpu_trace lacks {', '.join(missing)}", "re-export with nsys stats -f csv"
         )
-    if not len(t):
-        return empty_frame(TIMELINE_COLUMNS), ""
+    if not len(t):  # an empty trace is a cut or failed export, not a program without work
+        raise InputError(
+            f"{path}: cuda_gpu_trace has a header and no rows",
+            "the report was cut or the program ran no GPU work; re-run nsys stats on the report",
+        )
     name = t["name"].astype("object").fillna("").astype(str)
     # A start or duration that is not a number makes the interval invalid; `intervals` drops it.
     start = pd.to_numeric(t["start_ns"], errors="coerce").round()

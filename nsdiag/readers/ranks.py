@@ -30,9 +30,14 @@ from nsdiag.errors import InputError
 from nsdiag.model.meta import SessionMeta
 from nsdiag.model.ranks import Rank
 from nsdiag.model.session import Session
+from nsdiag.readers import source
 
 # Variables that hold a process's global rank, most specific first.
 GLOBAL_RANK = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
+MAX_RANK = 10**9  # ranks are below it; a larger number is not a rank (and overflows int64 tables)
+# Two reports of one run launch mostly the same kernels: below this share of kernel names in
+# common with the first report, a report looks like another program's.
+SHARED_KERNEL_NAMES = 0.5
 PARALLEL_FROM = 8  # reports: fewer are read one after another (a worker costs ~0.2 s to start)
 _RANK_IN_NAME = re.compile(r"(?:rank|proc|procid|task|r)[_\-.]?(\d+)", re.IGNORECASE)
 _TRAILING_NUMBER = re.compile(r"(\d+)$")
@@ -100,13 +105,15 @@ def _source(session: Session) -> str:
 
 def env_rank(meta: SessionMeta) -> int | None:
     env = meta.rank_env or {}
-    return next((int(env[k]) for k in GLOBAL_RANK if k in env), None)
+    found = next((int(env[k]) for k in GLOBAL_RANK if k in env), None)
+    return found if found is not None and 0 <= found < MAX_RANK else None
 
 
 def name_rank(path: Path) -> int | None:
     stem = path.name.split(".")[0]
     found = _RANK_IN_NAME.findall(stem) or _TRAILING_NUMBER.findall(stem)
-    return int(found[-1]) if found else None
+    # a long number in a name is a date or a job id, not a rank
+    return int(found[-1]) if found and len(found[-1]) <= len(str(MAX_RANK)) - 1 else None
 
 
 def file_ranks(sessions: Sequence[Session], paths: Sequence[Path]) -> tuple[list[int], str]:
@@ -122,9 +129,105 @@ def file_ranks(sessions: Sequence[Session], paths: Sequence[Path]) -> tuple[list
     return list(range(len(sessions))), "file-order"
 
 
+def rank_warnings(sessions: Sequence[Session], paths: Sequence[Path], how: str) -> list[str]:
+    """What makes a merge of reports by rank doubtful: two reports that say they are the same
+    rank, reports without start times (each counts from its own start), and reports whose
+    kernels look like another program's."""
+    warnings = []
+    env = [env_rank(s.meta) for s in sessions]
+    repeated = sorted({r for r in env if r is not None and env.count(r) > 1})
+    if repeated and how != "env":
+        both = [str(p) for p, r in zip(paths, env, strict=True) if r == repeated[0]]
+        warnings.append(
+            f"{', '.join(both)} each say they are rank {repeated[0]} (their environment's "
+            f"RANK or SLURM_PROCID); they are numbered by {how.replace('-', ' ')} instead: are "
+            "they reports of one run?"
+        )
+    unaligned = [str(p) for p, s in zip(paths, sessions, strict=True) if not _has_start(s)]
+    if unaligned:
+        warnings.append(
+            f"{', '.join(unaligned)} carry no start time (nsys stats traces do not): the "
+            f"{len(sessions)} reports are put on one timeline as ranks, each counting from its "
+            "own start; diagnose each alone if they are not one run"
+        )
+    names = [_kernel_names(s) for s in sessions]
+    foreign = [
+        str(p)
+        for p, n in zip(paths[1:], names[1:], strict=True)
+        if _shared(names[0], n) < SHARED_KERNEL_NAMES
+    ]
+    if foreign:
+        warnings.append(
+            f"{', '.join(foreign)} launch mostly other kernels than {paths[0]}: reports of "
+            "different programs? They are merged as ranks of one run; diagnose each alone if not"
+        )
+    return warnings
+
+
+def _has_start(session: Session) -> bool:
+    return isinstance(session.meta.session_start_utc_ns, int)
+
+
+def _kernel_names(session: Session) -> set[str]:
+    timeline = session.timeline
+    if not len(timeline):
+        return set()
+    names = timeline["name"].to_numpy()[(timeline["kind"] == "kernel").to_numpy()]
+    return {str(n) for n in pd.unique(names)}  # hashed in C: a rank's launches are many
+
+
+def _shared(a: set[str], b: set[str]) -> float:
+    """The share of distinct kernel names the two have in common (1 when both have none)."""
+    return len(a & b) / len(a | b) if a | b else 1.0
+
+
+def distinct_reports(
+    sessions: Sequence[Session], paths: Sequence[Path]
+) -> tuple[list[Session], list[Path], list[str]]:
+    """The reports with each trace once: two copies of one report (same start, host and
+    activities) are one rank, not two; a warning for each repeat."""
+    seen: dict[tuple[object, ...], Path] = {}
+    kept: list[Session] = []
+    kept_paths: list[Path] = []
+    warnings: list[str] = []
+    for session, path in zip(sessions, paths, strict=True):
+        key = _trace_key(session)
+        if key is not None and key in seen:
+            warnings.append(
+                f"{path} holds the same trace as {seen[key]} (the same report given twice?); "
+                "it is counted once"
+            )
+            continue
+        if key is not None:
+            seen[key] = path
+        kept.append(session)
+        kept_paths.append(path)
+    return kept, kept_paths, warnings
+
+
+def _trace_key(session: Session) -> tuple[object, ...] | None:
+    """What tells one recorded trace from another: its start and host, and the count and
+    start times of its activities and calls (None: no timeline)."""
+    timeline = session.timeline
+    if not len(timeline):
+        return None
+    starts = pd.to_numeric(timeline["start_ns"], errors="coerce").fillna(0).to_numpy("int64")
+    return (
+        session.meta.session_start_utc_ns,
+        session.meta.host,
+        len(timeline),
+        len(session.api_calls),
+        len(session.nvtx_ranges),
+        int(starts.sum(dtype="int64")),
+        int(starts.min()),
+        int(starts.max()),
+    )
+
+
 def merge_rank_reports(sessions: Sequence[Session], paths: Sequence[Path]) -> Session:
     """Reports of one run, one (or a few) ranks each, as one session on one time axis."""
     numbers, how = file_ranks(sessions, paths)
+    doubts = rank_warnings(sessions, paths, how)
     order = np.argsort(numbers, kind="stable")
     starts = [s.meta.session_start_utc_ns for s in sessions]
     aligned = all(isinstance(t, int) for t in starts)
@@ -144,7 +247,7 @@ def merge_rank_reports(sessions: Sequence[Session], paths: Sequence[Path]) -> Se
                 tables[name].append(_shifted(frame, _TIME_COLUMNS[name], shift))
         ranks.extend(session.meta.ranks or ())
         next_rank = max(r.rank for r in ranks) + 1 if ranks else next_rank + 1
-    meta = _merged_meta(sessions, ranks, aligned)
+    meta = _merged_meta(sessions, ranks, aligned, doubts)
     base = Session()
     return Session(
         timeline=_concat(tables["timeline"], base.timeline, ordered=True),
@@ -178,15 +281,18 @@ def _concat(frames: list[pd.DataFrame], empty: pd.DataFrame, ordered: bool = Fal
     return merged
 
 
-def _merged_meta(sessions: Sequence[Session], ranks: list[Rank], aligned: bool) -> SessionMeta:
-    """The first report's meta, with every report's sources and ranks (one report's host,
-    start and environment are not the run's)."""
+def _merged_meta(
+    sessions: Sequence[Session], ranks: list[Rank], aligned: bool, doubts: list[str]
+) -> SessionMeta:
+    """The first report's meta, with every report's sources, ranks and warnings (one report's
+    host, start and environment are not the run's)."""
     first = sessions[0].meta
     hosts = sorted({r.host for r in ranks} - {""})
     unaligned = "unaligned: a report lacks its start time; each counts from its own"
     return replace(
         first,
         sources=tuple(src for s in sessions for src in s.meta.sources),
+        warnings=tuple(dict.fromkeys([*(w for s in sessions for w in s.meta.warnings), *doubts])),
         ranks=tuple(sorted(ranks, key=lambda r: r.rank)),
         rank_env=None,
         session_start_utc_ns=None,
@@ -199,12 +305,16 @@ def _merged_meta(sessions: Sequence[Session], ranks: list[Rank], aligned: bool) 
 Reader = Callable[[Path], Session]
 
 
-def _read_one(job: tuple[Reader, Path]) -> Session | tuple[str, str]:
-    """A worker's read; an input error comes back as (message, hint) (an exception's pickle
-    would lose the hint)."""
-    reader, path = job
+Limits = tuple[float | None, float | None]  # the caller's --max-input-mb and row limit
+
+
+def _read_one(job: tuple[Reader, Path, Limits]) -> Session | tuple[str, str]:
+    """A worker's read, under the caller's input limits (a worker does not inherit them); an
+    input error comes back as (message, hint) (an exception's pickle would lose the hint)."""
+    reader, path, limits = job
     try:
-        return reader(path)
+        with source.input_limit(*limits):
+            return reader(path)
     except InputError as exc:
         return exc.message, exc.hint
 
@@ -224,7 +334,14 @@ def read_reports(jobs: Sequence[tuple[Reader, Path]], workers: int | None = None
         return [reader(path) for reader, path in jobs]
     try:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            results = list(pool.map(_read_one, jobs, chunksize=max(1, len(jobs) // (4 * workers))))
+            limits = source.chosen_limits()
+            results = list(
+                pool.map(
+                    _read_one,
+                    [(reader, path, limits) for reader, path in jobs],
+                    chunksize=max(1, len(jobs) // (4 * workers)),
+                )
+            )
     except (OSError, RuntimeError):  # no worker can be started here: read them in turn
         return [reader(path) for reader, path in jobs]
     return [_checked(r) for r in results]

@@ -84,6 +84,8 @@ def status_warnings(directory: Path) -> list[str]:
     if status.get("complete", True):
         return []
     missing = status.get("missing") or []
+    if not isinstance(missing, list):  # a hand-edited status: say what it holds
+        missing = [missing]
     parts = [f"missing {'; '.join(map(str, missing))}" if missing else ""]
     if status.get("error"):
         parts.append(f"error: {status['error']}")

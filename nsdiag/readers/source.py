@@ -13,6 +13,7 @@ import contextlib
 import contextvars
 import gzip
 import io
+import math
 import os
 import shutil
 import stat
@@ -25,6 +26,10 @@ from typing import BinaryIO, cast
 from nsdiag.errors import InputError
 
 ENV_LIMIT = "NSDIAG_MAX_INPUT_MB"
+ENV_ROWS = "NSDIAG_MAX_INPUT_ROWS"
+# Rows read from one table of an export: ten million launches or calls is hours of a busy trace
+# (and gigabytes of tables); a view that yields more is refused, not read for hours.
+DEFAULT_ROWS = 10_000_000
 MB = 1 << 20
 # What an input of each kind may hold, uncompressed, before nsdiag calls it implausible.
 # Text exports are parsed in memory (about twice their size at peak); a .ncu-rep is loaded whole
@@ -35,17 +40,27 @@ GZIP_MAGIC = b"\x1f\x8b"
 _override_mb: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "nsdiag_max_input_mb", default=None
 )
+_override_rows: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "nsdiag_max_input_rows", default=None
+)
 
 
 @contextlib.contextmanager
-def input_limit(max_mb: float | None) -> Iterator[None]:
-    """Inputs read inside this block may hold up to `max_mb` MB each (None: the default or the
-    environment's)."""
+def input_limit(max_mb: float | None, max_rows: float | None = None) -> Iterator[None]:
+    """Inputs read inside this block may hold up to `max_mb` MB each, and `max_rows` rows per
+    table of an export (None: the default or the environment's)."""
     token = _override_mb.set(max_mb)
+    rows_token = _override_rows.set(max_rows)
     try:
         yield
     finally:
+        _override_rows.reset(rows_token)
         _override_mb.reset(token)
+
+
+def chosen_limits() -> tuple[float | None, float | None]:
+    """The limits `input_limit` set here (MB, rows), to hand to a worker process."""
+    return _override_mb.get(), _override_rows.get()
 
 
 def limit_bytes(kind: str) -> int:
@@ -59,9 +74,45 @@ def limit_bytes(kind: str) -> int:
                 f"{ENV_LIMIT}={os.environ[ENV_LIMIT]!r} is not a number",
                 "set it to the largest input size to accept, in MB",
             ) from exc
-    if chosen is not None and chosen <= 0:
-        raise InputError(f"the input size limit must be positive, not {chosen:g} MB", "")
+    if chosen is not None and not (math.isfinite(chosen) and chosen > 0):
+        raise InputError(
+            f"the input size limit must be positive, not {chosen:g} MB",
+            f"give --max-input-mb or {ENV_LIMIT} a finite number of MB",
+        )
     return int((chosen if chosen is not None else DEFAULT_LIMIT_MB[kind]) * MB)
+
+
+def limit_rows() -> int:
+    """The most rows nsdiag reads from one table of a database input (an nsys export): bounds
+    the work where the size limit cannot, as a view may yield far more rows than its file holds
+    bytes."""
+    chosen = _override_rows.get()
+    if chosen is None and os.environ.get(ENV_ROWS):
+        try:
+            chosen = float(os.environ[ENV_ROWS])
+        except ValueError as exc:
+            raise InputError(
+                f"{ENV_ROWS}={os.environ[ENV_ROWS]!r} is not a number",
+                "set it to the most rows to read from one table of an export",
+            ) from exc
+    if chosen is not None and not (math.isfinite(chosen) and chosen >= 1):
+        raise InputError(f"the input row limit must be a positive number, not {chosen:g}", "")
+    return int(chosen) if chosen is not None else DEFAULT_ROWS
+
+
+def too_many_rows(path: Path | str, table: str, limit: int) -> InputError:
+    return InputError(
+        f"{path}: {table} holds more than {limit:,} rows, the most nsdiag reads from one table",
+        f"if it really is a profiler export, raise the limit with {ENV_ROWS}",
+    )
+
+
+def too_much_work(path: Path | str, limit: int) -> InputError:
+    return InputError(
+        f"{path}: reading it takes more work than {limit:,} rows per table would (a view that "
+        "computes its rows?), the most nsdiag does for one input",
+        f"if it really is a profiler export, raise the limit with {ENV_ROWS}",
+    )
 
 
 def _too_large(path: Path, what: str, limit: int) -> InputError:

@@ -26,7 +26,9 @@ BOUND_COLORS = {
     "unknown": "#9a9a9a",
 }
 BOUND_ORDER = ("memory", "compute", "latency", "launch", "unknown")
-ROOF_COLORS = {"fp64": "#6b4f2a", "fp32": "#2a6b3c", "fp16": "#2a5a6b", "tensor": "#6b2a5e"}
+# Mid tones: each reads on the light page and on the dark one (report.css's dark mode).
+ROOF_COLORS = {"fp64": "#9a6a32", "fp32": "#3a9050", "fp16": "#3a86a0", "tensor": "#a04a90"}
+SLOPE_COLOR = "#80868f"
 # Tensor-core roofs, one per precision (dashed, to tell them from the CUDA-core roofs).
 TENSOR_ROOF_COLORS = {
     "fp16": "#8e3b8a",
@@ -35,7 +37,7 @@ TENSOR_ROOF_COLORS = {
     "fp8": "#c0392b",
     "int8": "#a0522d",
     "fp4": "#d35400",
-    "fp64": "#5b3a29",
+    "fp64": "#8a5a40",
 }
 CUDA_CORE_ROOFS = ("fp64", "fp32", "fp16")
 KIND_COLORS = {
@@ -182,7 +184,7 @@ def _add_roofs(
                 y=[slope * x_min, top],
                 mode="lines",
                 name=name,
-                line=dict(color="#444", width=width, **({"dash": dash} if dash else {})),
+                line=dict(color=SLOPE_COLOR, width=width, **({"dash": dash} if dash else {})),
                 hoverinfo="name",
             )
         )
@@ -245,6 +247,7 @@ def _add_points(fig: go.Figure, points: list[KernelDiagnosis], names: dict[str, 
                 },
                 hovertext=[_roofline_hover(k, names) for k in group],
                 hoverinfo="text",
+                customdata=[k.id for k in group],  # report.js: a click opens the kernel's card
             )
         )
 

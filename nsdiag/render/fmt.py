@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -108,8 +109,26 @@ def num(value: Any, digits: int = 3) -> str:
     return f"{v:.{digits}g}"
 
 
+def quantity(value: Any) -> str:
+    """A count or plain number: thousands separators from 1,000 on, an SI prefix from a
+    million (`1.23 M`), three digits below 1,000: no e-notation down to 0.001."""
+    v = number(value)
+    if v is None:
+        return MISSING if not isinstance(value, str) else value
+    if abs(v) >= 1e6:
+        return _scaled(v, [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1.0, "")]).rstrip()
+    if v.is_integer() or abs(v) >= 1e3:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
 def metric_value(name: str, value: Any) -> str:
     """A metric value with its unit guessed from the canonical name's suffix."""
+    if name.endswith("_flops_per_s"):
+        return rate(value, "FLOP/s")
+    if name.endswith("_tb_per_s"):
+        v = number(value)
+        return MISSING if v is None else f"{v:.3g} TB/s"
     if name.endswith("_pct"):
         return pct(value)
     if name.endswith("_ns"):
@@ -121,6 +140,14 @@ def metric_value(name: str, value: Any) -> str:
     if name in ("time_share", "impact", "recoverable") or name.startswith("stall_share_"):
         return share(value)
     return num(value)
+
+
+def evidence_value(name: str, value: Any) -> str:
+    """A metric value for a terminal or a page: its unit where the name says it, and plain
+    numbers that never print in e-notation."""
+    text = metric_value(name, value)
+    v = number(value)
+    return quantity(v) if v is not None and ("e+" in text or "e-" in text) else text
 
 
 def metric_label(name: str) -> str:
@@ -277,3 +304,50 @@ def display_names(diagnosis: Diagnosis) -> dict[str, str]:
             full.setdefault(t.name, t.name)
     shorts = short_names(full.values())
     return {name: shorts[text] for name, text in full.items()}
+
+
+# Control characters (C0, DEL, C1: ESC starts a terminal's control sequences) and the Unicode
+# marks that reorder or hide text, in program-supplied strings (kernel names, NVTX ranges).
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: Any) -> str:
+    """Text safe to print on a terminal: each control character shown as `\\xNN` (`\\uNNNN`),
+    so a kernel name cannot move the cursor, retitle the window or change colours."""
+
+    def shown(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    return _UNPRINTABLE.sub(shown, str(text))
+
+
+# The units a verdict's limiter names, in words (others: the stall reason, spaced).
+_LIMITERS = {
+    "dram": "DRAM",
+    "l2": "L2",
+    "l1": "L1",
+    "shared": "shared memory",
+    "tensor": "tensor cores",
+    "fma": "the FMA pipe",
+    "fp64": "the FP64 pipe",
+    "xu": "the XU pipe",
+    "alu": "the ALU pipe",
+    "lsu": "the LSU pipe",
+}
+
+
+def bound_text(kernel: KernelDiagnosis, short: bool = False) -> str:
+    """`memory-bound on DRAM`, `latency-bound (long scoreboard)`, `launch-bound`; `short`
+    (under a "bound" heading): `memory: DRAM`, `latency: long scoreboard`."""
+    if not kernel.bound or kernel.bound == "unknown":
+        return MISSING
+    limiter = kernel.limiter
+    bound = kernel.bound if short else f"{kernel.bound}-bound"
+    if not limiter or limiter == kernel.bound:
+        return bound
+    if limiter in _LIMITERS and kernel.bound in ("memory", "compute"):
+        unit = _LIMITERS[limiter]
+        return f"{bound}: {unit.removeprefix('the ')}" if short else f"{bound} on {unit}"
+    reason = limiter.replace("_", " ")
+    return f"{bound}: {reason}" if short else f"{bound} ({reason})"

@@ -8,6 +8,7 @@ hands them to `templates/report.html.j2`; it decides nothing about the program's
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,7 +20,7 @@ from markupsafe import Markup
 from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis, NcuRuleResult
 from nsdiag.model.session import Session
 from nsdiag.model.values import number
-from nsdiag.render import RenderOptions, charts, fmt, ranks, timeline_chart
+from nsdiag.render import RenderOptions, charts, fmt, ranks, timeline_chart, timeline_zoom
 from nsdiag.render.plotly_js import figure_html, inline
 from nsdiag.resources import templates_dir
 from nsdiag.version import __version__
@@ -291,13 +292,28 @@ def _meta_items(diagnosis: Diagnosis) -> list[tuple[str, str]]:
             continue
         if isinstance(value, dict):
             items.extend(
-                (f"{key} {k}", str(v)) for k, v in value.items() if isinstance(v, (str, int, float))
+                (_meta_label(f"{key} {k}"), _meta_value(k, v))
+                for k, v in value.items()
+                if isinstance(v, (str, int, float))
             )
         elif isinstance(value, (str, int, float)):
-            items.append((key.replace("_", " "), str(value)))
+            items.append((_meta_label(key), _meta_value(key, value)))
         elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
             items.append((key.replace("_", " "), " ".join(value)))
     return items
+
+
+def _meta_label(key: str) -> str:
+    """`timeline span_ns` -> `timeline span`: the unit goes into the value."""
+    key = key.replace("_", " ")
+    return key[: -len(" ns")] if key.endswith(" ns") else key
+
+
+def _meta_value(key: str, value: str | int | float) -> str:
+    """Nanosecond counts in time units (7.69 s, not 7688396560.0)."""
+    if key.endswith("_ns") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return fmt.time_ns(value)
+    return str(value)
 
 
 def _left_out(
@@ -317,28 +333,39 @@ def _left_out(
 
 
 def _timeline(
-    session: Session | None, options: RenderOptions, diagnosis: Diagnosis | None = None
+    session: Session | None,
+    options: RenderOptions,
+    diagnosis: Diagnosis | None = None,
+    segments: int = timeline_zoom.SEGMENTS,
 ) -> dict[str, Any] | None:
+    """The timeline chart and its caption; `segments`: at most this many kept for zooming."""
     if session is None or not session.has_timeline():
         return None
     nvtx = session.nvtx_ranges if len(session.nvtx_ranges) else None
     late = diagnosis.ranks.late_rank if diagnosis is not None and diagnosis.ranks else None
+    region = diagnosis.region if diagnosis is not None else None
     fig = timeline_chart.timeline(
         session.timeline,
         nvtx,
         max_segments=options.timeline_segments,
         first_ranks=(0, late) if late is not None else (),
+        region=region.windows if region is not None else (),
+        zoomable=segments,
     )
     if fig is None:
         return None
-    bars = sum(len(t.x) for t in fig.data if t.type == "bar")
+    kept = sum(
+        len(row[2]) for rows_ in fig.layout.meta["nsdiagTimeline"]["bars"].values() for row in rows_
+    )
     rows = len(session.timeline) + (len(nvtx) if nvtx is not None else 0)
     span, busy = timeline_chart.busy_time(session.timeline)
     return {
         "chart": _chart(fig, "chart-timeline"),
         "rows": f"{rows:,}",
-        "bars": f"{bars:,}",
-        "merged": bars < rows,
+        "segments": f"{kept:,}",
+        "kept": kept,
+        "merged": kept < rows,
+        "region": bool(fig.layout.shapes),
         "span": fmt.time_ns(span),
         "busy": fmt.time_ns(busy),
         "busy_share": fmt.share(busy / span if span else None),
@@ -407,6 +434,7 @@ def context(
         k for k in diagnosis.kernels[: options.roofline_points] if not charts.on_roofline(k)
     ]
     device = diagnosis.device or {}
+    timeline = _timeline(session, options, diagnosis)
     return {
         "title": options.title,
         "version": __version__,
@@ -448,10 +476,10 @@ def context(
         "region": fmt.region_line(diagnosis),
         "startup": diagnosis.startup.line() if diagnosis.startup is not None else None,
         "denominator": fmt.denominator(diagnosis),
-        "timeline": _timeline(session, options, diagnosis),
+        "timeline": timeline,
         "skipped": [{"rule": s.rule, "reason": s.reason} for s in diagnosis.skipped_rules],
         "css": _asset("report.css"),
-        "js": _asset("report.js"),
+        "js": _asset("report.js") + (_asset("timeline.js") if timeline else ""),
         "plotly_js": Markup(inline()),
         "once": Once(),
     }
@@ -470,9 +498,29 @@ def compact(render: Callable[[dict[str, Any]], str], ctx: dict[str, Any]) -> str
     return _INDENT.sub("\n", page).replace(_BUNDLE_MARK, bundle, 1)
 
 
+# Bytes a report keeps under: 1.5 MB (as the CLI counts MB: 10^6 bytes), less a small margin
+# (render_html measures the page it wrote, so no more is needed).
+SIZE_LIMIT = 1_497_000
+MIN_SEGMENTS = 100  # timeline segments a report keeps however large the rest of it is
+
+
 def render_html(
     diagnosis: Diagnosis, session: Session | None = None, options: RenderOptions | None = None
 ) -> str:
+    """The page; a report that would pass SIZE_LIMIT keeps fewer timeline segments (the
+    region's zoom detail is what gives way)."""
     options = options or RenderOptions()
     template = environment().get_template(TEMPLATE)
-    return compact(lambda ctx: template.render(**ctx), context(diagnosis, session, options))
+    ctx = context(diagnosis, session, options)
+    page = compact(lambda c: template.render(**c), ctx)
+    for _ in range(4):
+        over = len(page.encode("utf-8")) - SIZE_LIMIT
+        timeline = ctx["timeline"]
+        if over <= 0 or timeline is None or timeline["kept"] <= MIN_SEGMENTS:
+            break
+        per_segment = len(timeline["chart"].encode("utf-8")) / timeline["kept"]  # at most
+        kept = timeline["kept"] - math.ceil(over / per_segment)
+        ctx["timeline"] = _timeline(session, options, diagnosis, max(kept, MIN_SEGMENTS))
+        ctx["once"] = Once()  # the page is written again from its first mention
+        page = compact(lambda c: template.render(**c), ctx)
+    return page

@@ -42,7 +42,8 @@ CONFIG = {
     "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"],
 }
 SIGNIFICANT = 6  # digits a float keeps in a chart's JSON: 1/10^5 of a value, below a pixel
-# The page's one global: the shared template and config (report.js reads nothing of it).
+# The page's one global: the shared templates (light, dark, and the one in use) and config;
+# report.js swaps the one in use when the system's colour scheme changes.
 GLOBAL = "nsdiagPlot"
 
 
@@ -58,12 +59,38 @@ def _shared() -> tuple[dict[str, Any], dict[str, Any]]:
     return SHARED_LAYOUT, AXIS_STYLE
 
 
+# JavaScript: the page has a dark style and the system asks for dark.
+DARK_WANTED = (
+    "(/dark/.test((document.querySelector('meta[name=color-scheme]')||{}).content)"
+    "&&!!window.matchMedia&&matchMedia('(prefers-color-scheme: dark)').matches)"
+)
+# What dark mode changes in the shared template (the page's own colours: report.css).
+DARK_LAYOUT: dict[str, Any] = {"font": {"color": "#d8dde3"}, "plot_bgcolor": "#1c2127"}
+DARK_AXIS: dict[str, Any] = {
+    "gridcolor": "#343b44",
+    "zerolinecolor": "#4a525c",
+    "linecolor": "#6b7480",
+}
+
+
+def _template(dark: bool) -> dict[str, Any]:
+    layout, axis = _shared()
+    if dark:
+        layout = {**layout, **DARK_LAYOUT, "font": {**layout["font"], **DARK_LAYOUT["font"]}}
+        axis = {**axis, **DARK_AXIS}
+    return {"layout": {**layout, "xaxis": axis, "yaxis": axis}}
+
+
 @functools.lru_cache(maxsize=1)
 def page_setup() -> str:
-    """The script that follows the bundle: the template and config every chart names."""
-    layout, axis = _shared()
-    template = {"layout": {**layout, "xaxis": axis, "yaxis": axis}}
-    return f"window.{GLOBAL}={{template:{_dumps(template)},config:{_dumps(CONFIG)}}};"
+    """The script that follows the bundle: the template and config every chart names. The
+    template is dark where the system asks for it and the page has a dark style (its
+    `<meta name="color-scheme">` says "dark"); report.js swaps it when the system does."""
+    return (
+        f"window.{GLOBAL}={{light:{_dumps(_template(False))},dark:{_dumps(_template(True))},"
+        f"config:{_dumps(CONFIG)}}};"
+        f"{GLOBAL}.template={DARK_WANTED}?{GLOBAL}.dark:{GLOBAL}.light;"
+    )
 
 
 def inline() -> str:

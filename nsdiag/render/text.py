@@ -1,237 +1,256 @@
-"""Terminal rendering of a Diagnosis (rich tables, returned as a string; the CLI prints it)."""
+"""Terminal rendering of a Diagnosis, for people (a string; the CLI prints it).
+
+The short view fits one screen: what was analysed, any warning, the changes worth the most time
+(each with its saving, what it touches, why, and its fix, clipped), the kernels by GPU time as
+one table, and a line saying what `--verbose` adds. The verbose view (also what
+`report --format text` writes) holds everything: tools and timeline, every change with all it
+touches, the program findings, each kernel's verdict and findings with their evidence, ncu's
+own rules, the skipped rules. A fix is printed once; later places say "same fix as change 2".
+Kernels are numbered as in the JSON (`#3` is id 2) and look-alike names carry what tells them
+apart (grid, block, or a short hash). Program-supplied text is made printable (no terminal
+control characters); colour only when the caller asks (the CLI: a TTY, FORCE_COLOR).
+"""
 
 from __future__ import annotations
 
-import io
 from typing import TYPE_CHECKING
 
-from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
-from nsdiag.analysis.diagnosis import Diagnosis, Evidence, Finding, KernelDiagnosis
-from nsdiag.model.names import short_name, short_names
+from nsdiag.analysis.diagnosis import Diagnosis
+from nsdiag.model.names import short_name
 from nsdiag.render import fmt, ranks
+from nsdiag.render.text_kernels import kernel_blocks, kernel_table, program_findings
+from nsdiag.render.text_layout import (
+    DIM,
+    RULE,
+    SAVING,
+    SECTION,
+    TITLE,
+    WARNING,
+    Page,
+    clip,
+)
+from nsdiag.render.text_layout import WIDTH as PAGE_WIDTH
+from nsdiag.render.text_view import View
 
 if TYPE_CHECKING:
+    from nsdiag.analysis.changes import Change
     from nsdiag.model.session import Session
     from nsdiag.render.registry import RenderOptions
 
-WIDTH = 120
-RANKED = 5  # changes in "Worth the most time"
-TOUCHES = 8  # kernels or ranges listed under a change
-
-
-def _pct(value: float | None) -> str:
-    return fmt.pct(value, digits=0)
-
-
-def _evidence_item(e: Evidence) -> str:
-    """`dram_throughput_pct = 81.8 > 70`: the value, and the threshold it was compared with."""
-    value = "n/a" if e.value is None else f"{e.value:.3g}"
-    return f"{e.metric} = {value}" + (f" {e.op} {e.threshold:g}" if e.op else "")
-
-
-def _evidence(finding: Finding) -> str:
-    return "; ".join(_evidence_item(e) for e in finding.evidence if e.value is not None)
-
-
-def _kernel_block(
-    console: Console, diagnosis: Diagnosis, kernel: KernelDiagnosis, top: int, name: str
-) -> None:
-    roof = kernel.roofline.pct_of_roof
-    header = Text.assemble(
-        (name, "bold"),
-        f"  {kernel.launches}x, {fmt.time_ns(kernel.total_duration_ns)} "
-        f"({kernel.time_share * 100:.1f}% of GPU time)",
-        f"  [{kernel.bound}"
-        + (f": {kernel.limiter}" if kernel.limiter else "")
-        + f", {_pct(roof)} of roof]",
-    )
-    console.print(header)
-    console.print(
-        Text(f"  {kernel.verdict}" + (f" ({kernel.verdict_note})" if kernel.verdict_note else ""))
-    )
-    for finding in kernel.findings[:top]:
-        console.print(
-            Text.assemble(
-                ("  - ", ""),
-                (f"{finding.rule} {finding.cause}", "yellow"),
-                f" ({fmt.saves(finding, diagnosis)})",
-            )
-        )
-        console.print(Text(f"      {finding.message}"))
-        console.print(Text(f"      evidence: {_evidence(finding)}", style="dim"))
-        console.print(Text(f"      fix: {finding.fix}", style="green"))
-    if kernel.ncu_rules:
-        first = kernel.ncu_rules[0]
-        speedup = (
-            f" (est. {first.speedup_type or ''} speedup {first.speedup:.0f}%)"
-            if first.speedup
-            else ""
-        )
-        console.print(Text(f"  ncu's own top rule: {first.rule}{speedup}", style="dim"))
+WIDTH = 120  # what render/diff/text.py draws `nsdiag diff` at (this view: PAGE_WIDTH)
+RANKED = 5  # changes in the short view
+TOUCHES = 8  # kernels or ranges listed under a change in the short view's summary line
+WHY_LINES = 2  # lines of a change's why and fix in the short view
+FIX_LINES = 2
 
 
 def render_text_report(
     diagnosis: Diagnosis, session: Session | None, options: RenderOptions
 ) -> str:
-    """The text format's entry in the renderer table (render/registry.py)."""
-    return render_text(diagnosis, top=options.text_findings, kernels=options.text_kernels)
-
-
-def render_text(diagnosis: Diagnosis, top: int = 3, kernels: int = 10) -> str:
-    """Ranked summary: program findings first when they are worth more, then kernels by time."""
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer, width=WIDTH, force_terminal=False, color_system=None, highlight=False
+    """The text format's entry in the renderer table (render/registry.py): a report file holds
+    the verbose view."""
+    return render_text(
+        diagnosis, top=options.text_findings, kernels=options.text_kernels, verbose=True
     )
-    _header(console, diagnosis)
-    for warning in diagnosis.warnings:
-        console.print(Text(f"warning: {warning}", style="bold red"))
-    _region(console, diagnosis)
-    _ranked(console, diagnosis)
-    _ranks(console, diagnosis)
-    _program_findings(console, diagnosis, top * 2)
-    _kernels(console, diagnosis, top, kernels)
-    if diagnosis.skipped_rules:
-        reasons = "; ".join(f"{s.rule}: {s.reason}" for s in diagnosis.skipped_rules[:6])
-        console.print(Text(f"skipped rules: {reasons}", style="dim"))
-    return buffer.getvalue()
 
 
-def _header(console: Console, diagnosis: Diagnosis) -> None:
-    """The device, what was profiled, the tools, the timeline and the measured ceiling."""
-    device = diagnosis.device
+def render_text(
+    diagnosis: Diagnosis,
+    top: int = 3,
+    kernels: int = 10,
+    *,
+    verbose: bool = False,
+    color: bool = False,
+    width: int = PAGE_WIDTH,
+) -> str:
+    """The diagnosis for a terminal: `top` findings per kernel and `kernels` kernels (verbose
+    view: blocks; short view: table rows), `width` columns, ANSI colour when `color`."""
+    view = View.of(diagnosis, Page(width, color), verbose, RANKED)
+    _header(view)
+    _ranks(view)
+    _changes(view)
+    if verbose:
+        program_findings(view)
+        kernel_blocks(view, top, kernels)
+        _skipped(view)
+    else:
+        kernel_table(view, kernels)
+        _more(view, kernels)
+    return view.page.text()
+
+
+def _header(view: View) -> None:
+    """The device and what was profiled; the warnings; the analysed region (verbose: the
+    tools, the timeline, the measured ceiling and the start-up too)."""
+    d, page = view.diagnosis, view.page
+    device = d.device
     kernels_text = (
-        f"{len(diagnosis.kernels)} kernel signatures, {fmt.time_ns(diagnosis.total_gpu_time_ns)} "
-        "of profiled GPU time"
-        if diagnosis.kernels
+        f"{len(d.kernels)} kernel signatures, {fmt.time_ns(d.total_gpu_time_ns)} of profiled "
+        "GPU time"
+        if d.kernels
         else "no Nsight Compute kernel metrics (timeline only)"
     )
-    console.print(
-        Text(
-            f"nsdiag: {device.get('name', 'unknown device')} (cc {device.get('cc', '?')}, "
-            f"{device.get('sm_count', '?')} SMs), {kernels_text}",
-            style="bold",
-        )
+    page.para(
+        f"{device.get('name', 'unknown device')} (cc {device.get('cc', '?')}, "
+        f"{device.get('sm_count', '?')} SMs), {kernels_text}",
+        label="nsdiag: ",
+        style=TITLE,
+        label_style=TITLE,
     )
-    tools = diagnosis.meta.get("tools")
-    if tools:
-        listed = ", ".join(f"{name} {version}" for name, version in tools.items())
-        console.print(Text(f"tools: {listed}", style="dim"))
-    timeline = diagnosis.timeline
-    if timeline:
-        counts = ", ".join(f"{n} {kind}s" for kind, n in timeline.activities.items())
-        console.print(Text(f"timeline: {counts} over {fmt.time_ns(timeline.span_ns)}", style="dim"))
-    ceiling = diagnosis.measured_dram_ceiling
-    if ceiling:
-        console.print(
-            Text(
-                f"measured DRAM ceiling: {ceiling.bytes_per_s / 1e12:.2f} TB/s "
-                f"({short_name(ceiling.kernel)})",
-                style="dim",
-            )
-        )
-
-
-def _region(console: Console, diagnosis: Diagnosis) -> None:
-    """Which part of the timeline was analysed, and the start-up before it (never ranked)."""
-    line = fmt.region_line(diagnosis)
+    if view.verbose:
+        _provenance(view)
+    for warning in d.warnings:
+        page.para(warning, label="warning: ", style=WARNING, label_style=WARNING)
+    line = fmt.region_line(d)
     if line:
-        console.print(Text(line))
-    if diagnosis.startup is not None:
-        console.print(Text(diagnosis.startup.line(), style="dim"))
+        page.para(line)
+    if view.verbose and d.startup is not None:
+        page.para(d.startup.line(), style=DIM)
 
 
-def _ranked(console: Console, diagnosis: Diagnosis) -> None:
-    """What to change first: one row per change, its marginal saving, what it touches, its
-    fix; then, for the changes that touch several kernels or ranges, what each gets."""
-    ranked = diagnosis.top_changes(RANKED)
-    if not ranked:
+def _provenance(view: View) -> None:
+    d, page = view.diagnosis, view.page
+    tools = d.meta.get("tools")
+    if tools:
+        page.para(", ".join(f"{n} {v}" for n, v in tools.items()), label="tools: ", style=DIM)
+    if d.timeline:
+        counts = ", ".join(f"{n:,} {kind}s" for kind, n in d.timeline.activities.items())
+        page.para(f"{counts} over {fmt.time_ns(d.timeline.span_ns)}", label="timeline: ")
+    ceiling = d.measured_dram_ceiling
+    if ceiling:
+        page.para(
+            f"{fmt.rate(ceiling.bytes_per_s, 'B/s')} ({short_name(ceiling.kernel)})",
+            label="measured DRAM ceiling: ",
+            style=DIM,
+        )
+
+
+def _changes(view: View) -> None:
+    """What to change first: each change's saving after the ones above it, what it touches,
+    why (its leading finding), and its fix (said once)."""
+    if not view.changes:
         return
-    table = Table(title="Worth the most time", show_lines=True, expand=True)
-    for column, ratio in (("saves", 2), ("touches", 3), ("change", 4), ("fix", 6)):
-        table.add_column(column, overflow="fold", ratio=ratio)
-    names = fmt.display_names(diagnosis)
-    for change in ranked:
-        table.add_row(
-            fmt.change_saving(change, diagnosis),
-            fmt.touches(change, names),
-            f"{change.title} ({', '.join(change.rules)})",
-            change.fix,
-        )
-    console.print(table)
-    console.print(
-        Text(
-            f"saves: what the change would save after the ones above it, and its share "
-            f"{fmt.denominator(diagnosis)}",
-            style="dim",
-        )
+    d, page = view.diagnosis, view.page
+    per = " per iteration" if d.iterations else ""
+    page.blank()
+    page.line(
+        ("What to change first", SECTION),
+        (f"  saving{per}, share {fmt.denominator(d)}, each after those above", DIM),
     )
-    for i, change in enumerate(ranked, 1):
-        if len(change.touches) < 2:
-            continue
-        console.print(Text(f"{i}. {change.title}: {fmt.touches(change, names)}", style="bold"))
-        numbered = fmt.repeated_names(change)
-        for touch in change.touches[:TOUCHES]:
-            saved = fmt.ns_saved(touch.saved_ns, diagnosis)
-            name = fmt.touch_name(touch, names, numbered)
-            console.print(Text(f"   - {name}: {saved} ({', '.join(touch.rules)})"))
-        if len(change.touches) > TOUCHES:
-            console.print(
-                Text(f"   ... {len(change.touches) - TOUCHES} more (--json)", style="dim")
-            )
+    for i, change in enumerate(view.changes, 1):
+        _change(view, i, change)
 
 
-def _program_findings(console: Console, diagnosis: Diagnosis, n: int) -> None:
-    if not diagnosis.program_findings:
+def _change(view: View, i: int, change: Change) -> None:
+    page, verbose = view.page, view.verbose
+    saving = fmt.change_saving(change, view.diagnosis)
+    head = f"{i:>2}. "
+    room = page.width - len(head) - len(saving) - 2
+    indent = len(head)
+    if verbose and len(change.title) > room:  # the whole title, its saving under it
+        page.para(change.title, label=head, style=TITLE, label_style=TITLE)
+        page.para(saving, indent=indent, style=SAVING)
+    else:
+        title = clip(change.title, room)
+        page.line((head + title, TITLE), " " * (room - len(title) + 2), (saving, SAVING))
+    if verbose:
+        _touches(view, change, indent)
+    else:
+        summary = _touch_summary(view, change)
+        if summary:
+            page.para(summary, indent=indent, style=DIM, lines=1)
+    if change.findings:
+        lead = change.findings[0]
+        page.para(
+            lead.message,
+            label="why: ",
+            indent=indent,
+            lines=None if verbose else WHY_LINES,
+            lead=f"{lead.rule} {lead.cause}: ",
+            lead_style=RULE,
+        )
+    view.say_fix(change.fix, f"change {i}", indent, None if verbose else FIX_LINES)
+
+
+def _touch_summary(view: View, change: Change) -> str | None:
+    """`on 3 GEMM kernels: #1 2.59 ms, #2 1.77 ms, #3 1.65 ms` (kernels by their number in the
+    table below); one kernel by its name; None when the title names all it touches."""
+    touches = change.touches
+    if len(touches) == 1:
+        only = touches[0]
+        named = only.kind != "kernel" and (only.name in change.title or only.kind == "program")
+        return None if named else f"on {view.touch(only)}"
+    items = []
+    for t in touches[:TOUCHES]:
+        if t.kind == "kernel" and t.kernel_id is not None:
+            where = f"#{t.kernel_id + 1}"
+        else:
+            where = t.name if t.kind == "range" else view.touch(t)
+        items.append(where if t.saved_ns is None else f"{where} {view.saved(t.saved_ns)}")
+    more = f", {len(touches) - TOUCHES} more" if len(touches) > TOUCHES else ""
+    return f"on {fmt.touches(change, view.names)}: {', '.join(items)}{more}"
+
+
+def _touches(view: View, change: Change, indent: int) -> None:
+    """Verbose: every kernel and range a change touches, with what it gets there."""
+    if change.after:
+        shared = ", ".join(
+            f"change {view.number(c)}" for c in view.changes if c.key in change.after
+        )
+        view.page.para(f"after {shared}, which took some of the same time", indent=indent)
+    if len(change.touches) < 2:
+        if change.touches:
+            only = change.touches[0]
+            rules = f" ({', '.join(only.rules)})" if only.rules else ""
+            view.page.para(f"on {view.touch(only)}{rules}", indent=indent, style=DIM)
         return
-    console.print(Text("Program findings", style="bold underline"))
-    for finding in diagnosis.program_findings[:n]:
-        where = f" [{finding.range}]" if finding.range else ""
-        console.print(
-            Text.assemble(
-                ("- ", ""),
-                (f"{finding.rule} {finding.cause}", "yellow"),
-                where,
-                f" ({fmt.saves(finding, diagnosis)})",
-            )
-        )
-        console.print(Text(f"    {finding.message}"))
-        console.print(Text(f"    fix: {finding.fix}", style="green"))
-
-
-def _kernels(console: Console, diagnosis: Diagnosis, top: int, n: int) -> None:
-    if diagnosis.kernels:
-        console.print(Text("Kernels by GPU time", style="bold underline"))
-    names = short_names(k.name for k in diagnosis.kernels)
-    for kernel in diagnosis.kernels[:n]:
-        _kernel_block(
-            console, diagnosis, kernel, top, names.get(kernel.name, short_name(kernel.name))
-        )
-    hidden = len(diagnosis.kernels) - n
-    if hidden > 0:
-        console.print(
-            Text(
-                f"... {hidden} more kernel signatures (use --top-kernels or --json to see all)",
-                style="dim",
-            )
+    view.page.para(f"on {fmt.touches(change, view.names)}:", indent=indent, style=DIM)
+    for t in change.touches:
+        view.page.para(
+            f"{view.touch(t)}: {fmt.ns_saved(t.saved_ns, view.diagnosis)} ({', '.join(t.rules)})",
+            label="- ",
+            indent=indent + 1,
         )
 
 
-def _ranks(console: Console, diagnosis: Diagnosis) -> None:
+def _more(view: View, kernels: int) -> None:
+    """The short view's last line: what --verbose adds."""
+    d = view.diagnosis
+    parts = []
+    if len(d.changes) > len(view.changes):
+        parts.append(f"{len(d.changes) - len(view.changes)} more changes")
+    if len(d.kernels) > kernels:
+        parts.append(f"{len(d.kernels) - kernels} more kernels")
+    parts.append("each finding's evidence")
+    if d.skipped_rules:
+        parts.append(f"{len(d.skipped_rules)} skipped rules")
+    view.page.blank()
+    view.page.para(f"--verbose: {', '.join(parts)}; --json: all", style=DIM)
+
+
+def _skipped(view: View) -> None:
+    skipped = view.diagnosis.skipped_rules
+    if skipped:
+        view.page.blank()
+        view.page.para(
+            "; ".join(f"{s.rule}: {s.reason}" for s in skipped), label="skipped rules: ", style=DIM
+        )
+
+
+def _ranks(view: View) -> None:
     """The table of ranks of a distributed run."""
-    rows = ranks.rows(diagnosis)
+    d = view.diagnosis
+    rows = ranks.rows(d)
     if not rows:
         return
-    table = Table(title="Ranks", title_justify="left")
+    table = Table(title="Ranks", title_justify="left", title_style=SECTION)
     for header in ranks.HEADERS:
         table.add_column(header, justify="left" if header in ("host", "") else "right")
     for row in rows:
-        table.add_row(*row)
-    console.print(table)
-    more = ranks.left_out(diagnosis)
-    console.print(
-        Text(ranks.caption(diagnosis) + (f" ({more} more ranks not listed)" if more else ""))
-    )
+        table.add_row(*(fmt.printable(cell) for cell in row))
+    view.page.blank()
+    view.page.table(table)
+    more = ranks.left_out(d)
+    view.page.para(ranks.caption(d) + (f" ({more} more ranks not listed)" if more else ""))

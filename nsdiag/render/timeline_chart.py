@@ -12,6 +12,7 @@ tick text as HTML).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -22,32 +23,45 @@ from nsdiag.model.intervals import covered_fraction, merge_ids
 from nsdiag.model.names import short_name
 from nsdiag.model.ranks import is_communication, rank_of
 from nsdiag.model.values import missing
-from nsdiag.render import fmt
+from nsdiag.render import fmt, timeline_region, timeline_zoom
 from nsdiag.render.charts import KIND_COLORS, axis, layout
 
 
-def _segments(frame: pd.DataFrame, cap: int, min_gap: float = 0.0) -> pd.DataFrame:
+def _segments(
+    frame: pd.DataFrame, cap: int, min_gap: float = 0.0, binned: bool = False
+) -> pd.DataFrame:
     """Merge a lane's activities into at most `cap` segments: those less than `min_gap` apart
     always (closer than a pixel of the chart at full width: one bar to the eye already), more
-    when the lane still holds more than `cap`; exact when there are few and far apart."""
+    when the lane still holds more than `cap`; exact when there are few and far apart.
+    `binned`: over `cap`, merge within `cap` equal time bins instead of by a wider gap (a
+    regular stream of launches then keeps its shape instead of chaining into one bar)."""
     frame = frame.sort_values("start_ns", kind="stable")
     starts, ends = frame["start_ns"].to_numpy(float), frame["end_ns"].to_numpy(float)
     span = float(ends.max() - starts.min()) if len(frame) else 0.0
     gap = min_gap
     groups = _narrow_groups(starts, ends, gap) if gap > 0 else np.arange(len(frame))
+    if binned and span > 0 and groups.max(initial=0) + 1 > cap:
+        bins = np.floor((starts - starts.min()) / (span / cap)).astype("int64")
+        fresh = np.concatenate([[False], (groups[1:] != groups[:-1]) & (bins[1:] != bins[:-1])])
+        groups = np.cumsum(fresh).astype("int64")
     while len(frame) > cap and groups.max(initial=0) + 1 > cap:
         gap = span / cap if gap < span / cap else gap * 2
         groups = merge_ids(starts, ends, gap)
-    frame = frame.assign(_g=groups, _busy=ends - starts).reset_index(drop=True)
-    grouped = frame.groupby("_g", sort=True)
-    agg = grouped.agg(
-        start_ns=("start_ns", "min"),
-        end_ns=("end_ns", "max"),
-        count=("start_ns", "size"),
-        busy_ns=("_busy", "sum"),
+    if len(frame) == 0:
+        return _NO_SEGMENTS.drop(columns="lane")
+    # Group ids rise by runs (every grouping above is a cumulative sum): reduce each run.
+    first = np.flatnonzero(np.concatenate([[True], groups[1:] != groups[:-1]]))
+    busy = ends - starts
+    longest = np.lexsort((-busy, groups))[first]  # the longest activity of each run (first of ties)
+    return pd.DataFrame(
+        {
+            "start_ns": np.minimum.reduceat(starts, first),
+            "end_ns": np.maximum.reduceat(ends, first),
+            "count": np.diff(np.append(first, len(frame))),
+            "busy_ns": np.add.reduceat(busy, first),
+            "name": frame["name"].to_numpy()[longest],
+        }
     )
-    agg["name"] = frame.loc[grouped["_busy"].idxmax().to_numpy(), "name"].to_numpy()
-    return agg.reset_index(drop=True)
 
 
 def _narrow_groups(starts: np.ndarray, ends: np.ndarray, gap: float) -> np.ndarray:
@@ -89,6 +103,9 @@ MAX_RANK_LANES = 8
 PIXELS = 1200
 WIDE_PIXELS = 24
 COMMUNICATION_COLOR = "#d94f4f"
+_NO_SEGMENTS = pd.DataFrame(
+    {c: pd.Series(dtype=float) for c in ("start_ns", "end_ns", "count", "busy_ns")}
+).assign(name=pd.Series(dtype=str), lane=pd.Series(dtype=str))
 
 
 def _lane(row_kind: str, stream: Any) -> str:
@@ -126,13 +143,18 @@ def timeline(
     max_segments: int = 3000,
     bins: int = 400,
     first_ranks: tuple[int, ...] = (),
+    region: Sequence[tuple[int, int]] = (),
+    zoomable: int | None = None,
 ) -> go.Figure | None:
     """GPU busy % over time, activity lanes per stream (kernels, copies) and NVTX range lanes,
     per rank when there are several (`first_ranks` drawn first).
 
     Activities of one lane closer than a pixel of the chart at full width (PIXELS) are drawn as
     one bar, whose hover says how many it holds, and more are merged while there are more than
-    `max_segments` bars, so a long trace stays a small file.
+    `max_segments` bars, so a long trace stays a small file. `region`: the analysed windows,
+    shaded, the chart opening on them (with buttons back to the whole trace). `zoomable`: the
+    bars as at most this many segments that the page re-merges at each zoom (timeline_zoom.py;
+    needs the report's timeline.js), the region's kept finer.
     """
     if activities is None or activities.empty:
         return None
@@ -148,16 +170,78 @@ def timeline(
         key=lambda lane: (_lane_key(lane)[0], "NVTX" in lane, _lane_key(lane)),
     )
     fig = _timeline_figure(len(lanes))
-    _add_busy(fig, acts, np.linspace(t0, t1 if t1 > t0 else t0 + 1, bins + 1))
+    span = timeline_region.clipped(region, t0, t1)
+    _add_busy(fig, acts, np.linspace(t0, t1 if t1 > t0 else t0 + 1, bins + 1), span)
+    if span is not None:
+        _add_busy(fig, acts, np.linspace(span[0], span[1], bins + 1), None, offset=t0)
     per_lane = max(max_segments // max(len(lanes), 1), 20)
     pixel = (t1 - t0) / PIXELS
-    for kind, frame in [
-        *acts.groupby("kind", sort=False),
-        *(ranges.groupby("kind") if len(ranges) else []),
-    ]:
-        _add_bars(fig, str(kind), frame, per_lane, t0, pixel)
+    kinds = [
+        (str(kind), frame)
+        for kind, frame in [
+            *acts.groupby("kind", sort=False),
+            *(ranges.groupby("kind") if len(ranges) else []),
+        ]
+    ]
+    if zoomable:
+        _add_zoomable_bars(fig, kinds, per_lane, (t0, t1), span, zoomable)
+    else:
+        for kind, frame in kinds:
+            _add_bars(fig, kind, _lane_segments(frame, per_lane, pixel), t0)
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(lanes)), row=2, col=1)
+    if span is not None:
+        timeline_region.mark(fig, region, span, t0)
     return fig
+
+
+def _lane_segments(
+    frame: pd.DataFrame, cap: int | dict[str, int], pixel: float, binned: bool = False
+) -> pd.DataFrame:
+    """Each lane's activities merged to at most `cap` segments (a lane's own, where a dict;
+    closer than `pixel` always)."""
+    parts = [
+        _segments(f, cap[str(lane)] if isinstance(cap, dict) else cap, pixel, binned).assign(
+            lane=lane
+        )
+        for lane, f in frame.groupby("lane", sort=False)
+    ]
+    return pd.concat(parts, ignore_index=True) if parts else _NO_SEGMENTS
+
+
+def _add_zoomable_bars(
+    fig: go.Figure,
+    kinds: list[tuple[str, pd.DataFrame]],
+    per_lane: int,
+    trace: tuple[float, float],
+    span: tuple[float, float] | None,
+    budget: int,
+) -> None:
+    """Empty bar traces and their segments for the page to merge (timeline_zoom.py): outside
+    the region at the whole trace's pixel, inside it ZOOM times finer than the region's pixel,
+    less fine until `budget` segments hold them."""
+    t0, t1 = trace
+    pixel = (t1 - t0) / PIXELS
+    detail = span or trace
+    split = [(kind, *timeline_zoom.split(frame, span)) for kind, frame in kinds]
+    # The detail budget shared out by each lane's share of the region's activities.
+    sizes = pd.concat([inside["lane"] for _, inside, _ in split]).value_counts()
+    cap = {str(lane): max(int(budget * n / max(sizes.sum(), 1)), 20) for lane, n in sizes.items()}
+    rest = [_lane_segments(outside, per_lane, pixel) for _, _, outside in split]
+    zoom = timeline_zoom.ZOOM
+    while True:
+        fine = (detail[1] - detail[0]) / PIXELS / zoom
+        segments = [
+            (kind, pd.concat([out, _lane_segments(inside, cap, fine, binned=True)]))
+            for (kind, inside, _), out in zip(split, rest, strict=True)
+        ]
+        if zoom <= 1 or sum(len(s) for _, s in segments) <= budget:
+            break
+        zoom //= 2
+    traces = []
+    for kind, seg in segments:
+        traces.append((len(fig.data), seg))
+        _add_bars(fig, kind, _NO_SEGMENTS, t0)
+    fig.update_layout(meta={"nsdiagTimeline": timeline_zoom.payload(traces, t0, fine, WIDE_PIXELS)})
 
 
 def _activity_lanes(activities: pd.DataFrame) -> pd.DataFrame:
@@ -189,18 +273,36 @@ def _range_lanes(nvtx: pd.DataFrame | None) -> pd.DataFrame:
     return ranges
 
 
-def _add_busy(fig: go.Figure, acts: pd.DataFrame, edges: np.ndarray) -> None:
-    """The top panel: the share of each time bin in which the GPU ran anything."""
-    busy = covered_fraction(acts["start_ns"].to_numpy(float), acts["end_ns"].to_numpy(float), edges)
+def _add_busy(
+    fig: go.Figure,
+    acts: pd.DataFrame,
+    edges: np.ndarray,
+    hole: tuple[float, float] | None,
+    offset: float | None = None,
+) -> None:
+    """The top panel: the share of each time bin in which the GPU ran anything. `hole`: a span
+    drawn by a finer busy line of its own (the region's), left blank here; `offset`: this line
+    is that finer one (its bins start at edges[0], the chart at `offset`)."""
+    busy: list[float | None] = np.round(
+        covered_fraction(acts["start_ns"].to_numpy(float), acts["end_ns"].to_numpy(float), edges)
+        * 100,
+        1,
+    ).tolist()
+    if hole is not None:
+        inside = (edges[:-1] >= hole[0]) & (edges[1:] <= hole[1])
+        busy = [None if blank else b for b, blank in zip(busy, inside, strict=True)]
+    origin = edges[0] if offset is None else offset
     fig.add_trace(
         go.Scatter(
-            x0=0.0,
+            x0=float(edges[0] - origin) / 1e6,
             dx=float(edges[1] - edges[0]) / 1e6,  # evenly spaced bins: no x array
-            y=np.round(busy * 100, 1).tolist(),
+            y=busy,
             mode="lines",
             line_shape="hv",
             fill="tozeroy",
             name="GPU busy",
+            showlegend=offset is None,
+            legendgroup="busy",
             line={"color": "#3b7dd8", "width": 1},
             hovertemplate="%{x:.3f} ms: %{y:.0f}% busy<extra></extra>",
         ),
@@ -209,16 +311,9 @@ def _add_busy(fig: go.Figure, acts: pd.DataFrame, edges: np.ndarray) -> None:
     )
 
 
-def _add_bars(
-    fig: go.Figure, kind: str, frame: pd.DataFrame, per_lane: int, t0: float, pixel: float
-) -> None:
-    """One bar trace for a kind of activity, each lane merged to at most `per_lane` bars (and
-    activities closer than a `pixel` apart merged)."""
-    parts = [
-        _segments(f, per_lane, pixel).assign(lane=lane)
-        for lane, f in frame.groupby("lane", sort=False)
-    ]
-    seg = pd.concat(parts, ignore_index=True)
+def _add_bars(fig: go.Figure, kind: str, seg: pd.DataFrame, t0: float) -> None:
+    """One bar trace for a kind of activity: a bar per segment (start_ns, end_ns, lane, name,
+    count, busy_ns)."""
     fig.add_trace(
         go.Bar(
             base=(seg["start_ns"] - t0) / 1e6,

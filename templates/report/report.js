@@ -1,4 +1,5 @@
-// nsdiag report: sort the kernel table by a header click, filter its rows by a text box.
+// nsdiag report: sort the kernel table by a header click, filter its rows by a text box, follow
+// a roofline point to its kernel.
 (function () {
   "use strict";
 
@@ -81,6 +82,44 @@
       }
       if (count) { count.textContent = shown + " of " + rows.length + " rows"; }
     });
+  }
+
+  // A click on a roofline point goes to its kernel's card, or to its table row when it has none.
+  var roofline = document.getElementById("chart-roofline");
+  if (roofline && roofline.on) {
+    roofline.on("plotly_click", function (event) {
+      var id = event.points && event.points.length ? event.points[0].customdata : null;
+      if (id === null || id === undefined) { return; }
+      if (document.getElementById("kernel-" + id)) {
+        window.location.hash = "kernel-" + id;
+        return;
+      }
+      var cell = document.querySelector('#kernel-table tbody td:first-child[data-v="' + Number(id) + '"]');
+      if (cell) {
+        var row = cell.parentNode;
+        row.hidden = false;
+        row.scrollIntoView({ block: "center" });
+        row.classList.add("picked");
+        setTimeout(function () { row.classList.remove("picked"); }, 2000);
+      }
+    });
+  }
+
+  // Dark mode follows the system while the page is open (the charts get the matching template);
+  // paper is light.
+  var scheme = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
+  function chartsIn(dark) {
+    var template = dark ? window.nsdiagPlot.dark : window.nsdiagPlot.light;
+    if (template === window.nsdiagPlot.template) { return; }
+    window.nsdiagPlot.template = template;
+    Array.prototype.forEach.call(document.querySelectorAll(".js-plotly-plot"), function (plot) {
+      window.Plotly.relayout(plot, { template: template });
+    });
+  }
+  if (scheme && scheme.addEventListener && window.nsdiagPlot && window.Plotly) {
+    scheme.addEventListener("change", function () { chartsIn(scheme.matches); });
+    window.addEventListener("beforeprint", function () { chartsIn(false); });
+    window.addEventListener("afterprint", function () { chartsIn(scheme.matches); });
   }
 
   // Plotly sizes charts inside closed <details> at zero width; resize them when they open.

@@ -218,7 +218,7 @@ def _made(
             continue
         if any(c.status != "resolved" for c in estimated):
             continue
-        measured, on, scope = _measured_change(estimated, matches, region_change)
+        measured, on, scope = measured_change(estimated, matches, region_change)
         # Before the region's cap: the diff times a host loop that runs ahead of the GPU by the
         # GPU (side.py), where the diagnosis's region is the host's shorter window.
         predicted = before.per_iteration(change.uncapped_ns)
@@ -227,7 +227,7 @@ def _made(
     return sorted(out, key=lambda m: -(m.predicted_ns or 0.0))
 
 
-def _measured_change(
+def measured_change(
     estimated: list[FindingChange], matches: Mapping[int, KernelMatch], region_change: float
 ) -> tuple[float | None, str, frozenset[int]]:
     """Where a change's saving shows: its estimated findings' kernel matches when each has

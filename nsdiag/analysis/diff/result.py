@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis, clean
+from nsdiag.analysis.diff.by_change import ChangeOutcome
 from nsdiag.analysis.diff.findings import ChangeCheck, FindingChange, PredictionCheck, Scoped
 from nsdiag.analysis.diff.gate import Gate, GateCheck
 from nsdiag.analysis.diff.kernels import KernelMatch
+from nsdiag.analysis.diff.noise import RunNoise, run_noise
 from nsdiag.analysis.diff.side import KernelTimes, Side
 from nsdiag.analysis.diff.stats import Spread, p_greater, p_less
 
@@ -23,6 +25,15 @@ class RegionChange:
     after: Spread
     unit: str  # iteration | region | mixed
     note: str  # what is compared with what, where the two sides differ
+    before_runs: tuple[float, ...] = ()  # each run's median (the first: `before`'s)
+    after_runs: tuple[float, ...] = ()
+
+    @property
+    def noise(self) -> RunNoise:
+        """The run-to-run noise of the region's time (measured with several runs a side)."""
+        return run_noise(
+            self.before_runs or (self.before.median,), self.after_runs or (self.after.median,)
+        )
 
     @property
     def change_ns(self) -> float:
@@ -43,6 +54,12 @@ class RegionChange:
 
 
 def region_change(before: Side, after: Side) -> RegionChange:
+    change = _region_change(before, after)
+    runs = tuple(r.median_ns for r in before.runs), tuple(r.median_ns for r in after.runs)
+    return replace(change, before_runs=runs[0], after_runs=runs[1])
+
+
+def _region_change(before: Side, after: Side) -> RegionChange:
     b, a = before.iterations, after.iterations
     if b and a:
         return RegionChange(before.region_time, after.region_time, "iteration", "")
@@ -77,6 +94,8 @@ class Diff:
     check: PredictionCheck | None  # None: no resolved finding with an estimate
     gate: Gate | None = None
     changes: tuple[ChangeCheck, ...] = ()  # BEFORE's changes made in full, most saving first
+    by_change: tuple[ChangeOutcome, ...] = ()  # the prediction check per change, as ranked
+    warnings: tuple[str, ...] = ()  # the two sides look like different programs (sameness.py)
 
     def match(self, match_id: int) -> KernelMatch:
         return self.matches[match_id]
@@ -84,12 +103,14 @@ class Diff:
     def to_json(self) -> dict[str, Any]:
         out = {
             "schema": SCHEMA,
+            "warnings": list(self.warnings),
             "before": _side(self.before),
             "after": _side(self.after),
             "region": _region(self.region),
             "kernels": [_match(m, self) for m in self.matches],
             "findings": [_finding(c) for c in self.findings],
             "changes": [_change(m) for m in self.changes],
+            "prediction_by_change": [r.to_json() for r in self.by_change],
             "prediction_check": None
             if self.check is None
             else {
@@ -116,6 +137,9 @@ def _side(side: Side) -> dict[str, Any]:
         "kernel_metrics": bool(d.kernels),
         "kernel_signatures": len(side.kernels),
         "kernel_time_ns": side.kernel_time_ns,
+        "runs": [
+            {"sources": list(r.sources), "region": r.region_time.to_json()} for r in side.runs
+        ],
     }
 
 
@@ -129,6 +153,9 @@ def _region(r: RegionChange) -> dict[str, Any]:
         "change_pct": r.change_pct,
         "p_slower": r.p_slower,
         "p_faster": r.p_faster,
+        "runs_before_ns": list(r.before_runs),
+        "runs_after_ns": list(r.after_runs),
+        "run_noise": r.noise.to_json(),
     }
 
 
@@ -166,6 +193,11 @@ def _match(m: KernelMatch, diff: Diff) -> dict[str, Any]:
         "before_ns": m.before_ns,
         "after_ns": m.after_ns,
         "change_ns": m.change_ns,
+        "launches_before": m.launches("before"),
+        "launches_after": m.launches("after"),
+        "before_per_launch_ns": m.per_launch_ns("before"),
+        "after_per_launch_ns": m.per_launch_ns("after"),
+        "per_launch_change_pct": m.per_launch_change_pct,
         "share_before": m.before_ns / diff.region.before.mean if diff.region.before.mean else None,
         "share_after": m.after_ns / diff.region.after.mean if diff.region.after.mean else None,
     }
@@ -235,6 +267,10 @@ def _check(c: GateCheck) -> dict[str, Any]:
         "over_threshold": c.over_threshold,
         "beyond_noise": c.beyond_noise,
         "clear_of_spread": c.clear_of_spread,
+        "runs_before_ns": list(c.before_runs),
+        "runs_after_ns": list(c.after_runs),
+        "beyond_run_noise": c.beyond_run_noise,
+        "run_noise": c.noise.to_json(),
         "slower": c.slower,
     }
 
@@ -244,5 +280,6 @@ def _gate(g: Gate) -> dict[str, Any]:
         "threshold_pct": g.threshold_pct,
         "share_pct": g.share_pct,
         "passed": g.passed,
+        "run_noise": g.noise.to_json(),
         "checks": [_check(c) for c in g.checks],
     }

@@ -10,7 +10,7 @@ Compute profiled the signature.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +34,8 @@ ROLES = {
     "conv-wgrad": "matrix product",
     "attention": "attention",
 }
+# Attention kernels kernel_facts.py does not name (PyTorch's memory-efficient fmha_cutlass*)
+ATTENTION_WORDS = ("fmha", "attention", "flash")
 GPU_BEHIND = 1.1  # the GPU finishes the iterations this much later than the host ends them
 MAX_SEQUENCE = 5000  # launches compared in order (a side without iterations: its first ones)
 
@@ -69,6 +71,21 @@ class KernelTimes:
 
 
 @dataclass(frozen=True)
+class Run:
+    """One recording of a side's program: its region time per iteration and each kernel
+    signature's time per iteration (by KernelTimes.key). The runs of one side are the same
+    code: their spread is run-to-run noise (noise.py)."""
+
+    sources: tuple[str, ...]
+    region_time: Spread
+    kernel_ns: Mapping[tuple[str, str, str, int], float]
+
+    @property
+    def median_ns(self) -> float:
+        return self.region_time.median
+
+
+@dataclass(frozen=True)
 class Side:
     label: str  # before | after
     sources: tuple[str, ...]
@@ -79,6 +96,14 @@ class Side:
     sequence: tuple[int, ...]  # kernel indices in launch order, over one typical iteration
     timeline: pd.DataFrame  # the region's activities (empty without a timeline)
     nvtx: pd.DataFrame  # the NVTX ranges overlapping the region
+    extra_runs: tuple[Run, ...] = ()  # further recordings of the same program (--before A B)
+    command: tuple[str, ...] | str | None = None  # the profiled command line, where known
+
+    @property
+    def runs(self) -> tuple[Run, ...]:
+        """Every run of the side, this one (the diagnosed one) first."""
+        own = Run(self.sources, self.region_time, {k.key: k.time_ns for k in self.kernels})
+        return (own, *self.extra_runs)
 
     @property
     def iterations(self) -> int:
@@ -125,7 +150,7 @@ def build(label: str, sources: tuple[str, ...], session: Session, diagnosis: Dia
     kernels, sequence = _kernels(launches, which, len(walls), diagnosis)
     return Side(
         label, sources, diagnosis, Spread(walls), basis, kernels, sequence, inside,
-        scoped.nvtx_ranges,
+        scoped.nvtx_ranges, command=session.meta.command,
     )  # fmt: skip
 
 
@@ -183,7 +208,7 @@ def _from_profiled(
     total = float(launches["duration_ns"].sum())
     return Side(
         label, sources, diagnosis, Spread((total,)), "gpu-time", kernels, sequence,
-        pd.DataFrame(), pd.DataFrame(),
+        pd.DataFrame(), pd.DataFrame(), command=session.meta.command,
     )  # fmt: skip
 
 
@@ -223,11 +248,18 @@ def _kernels(
                 launches=len(use),
                 samples=tuple(float(x) for x in samples),
                 position=float(np.median(place[use])) if len(use) else math.nan,
-                role=ROLES.get(parse_kernel_name(s.name).kind or ""),
+                role=_role(s.name),
                 diagnosis=_lookup(found, s),
             )
         )
     return tuple(out), _typical_iteration(which, owner, n)
+
+
+def _role(name: str) -> str | None:
+    role = ROLES.get(parse_kernel_name(name).kind or "")
+    if role is None and any(w in function_name(name).lower() for w in ATTENTION_WORDS):
+        return "attention"
+    return role
 
 
 def _typical_iteration(which: np.ndarray, owner: np.ndarray, n: int) -> tuple[int, ...]:

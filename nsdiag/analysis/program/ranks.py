@@ -196,6 +196,8 @@ def _marked(step: RankStep) -> RankStep:
 
 
 def _rows_by_rank(ranks: npt.NDArray[np.int64]) -> dict[int, npt.NDArray[np.int64]]:
+    if not len(ranks):  # no rows (no collective kernels): np.split would still give one part
+        return {}
     order = np.argsort(ranks, kind="stable")
     values, first = np.unique(ranks[order], return_index=True)
     parts = np.split(order, first[1:])

@@ -21,6 +21,8 @@ belongs to the iteration it delays.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from nsdiag.analysis.region.nvtx import nvtx_candidates, nvtx_region
@@ -35,6 +37,8 @@ from nsdiag.analysis.region.windows import (
     trace_bounds,
 )
 from nsdiag.errors import InputError
+
+MAX_REGION_MS = 1e12  # 31 years: a bound that keeps START and END in 64-bit nanoseconds
 
 
 def _user_region(request: str, nvtx: pd.DataFrame, launches: IntArray, bounds: Window) -> Region:
@@ -54,6 +58,23 @@ def _user_region(request: str, nvtx: pd.DataFrame, launches: IntArray, bounds: W
         return iteration_region(
             "user", f"NVTX range '{name}' (--region nvtx:{name})", parts, bounds
         )
+    start_ms, end_ms = _milliseconds(request)
+    extent_ms = (t1 - t0) / 1e6
+    if start_ms >= extent_ms:
+        raise InputError(
+            f"--region {request!r} starts after the trace ends: the trace spans "
+            f"0-{extent_ms:.6g} ms from its first event",
+            f"give START:END within 0:{extent_ms:.6g}, or --region all",
+        )
+    window = (t0 + round(start_ms * 1e6), min(t0 + round(end_ms * 1e6), t1))
+    return Region(
+        "user", f"{start_ms:g}-{end_ms:g} ms of the timeline (--region)", (window,), *bounds
+    )
+
+
+def _milliseconds(request: str) -> tuple[float, float]:
+    """START:END of a `--region START:END`, checked: finite, START at 0 or later, END after
+    START (a number like 1e300 is refused too: no trace is that long)."""
     try:
         start_ms, end_ms = (float(x) for x in request.split(":"))
     except ValueError:
@@ -61,12 +82,16 @@ def _user_region(request: str, nvtx: pd.DataFrame, launches: IntArray, bounds: W
             f"--region {request!r} is not auto, all, nvtx:NAME or START:END",
             "START:END are milliseconds from the first event of the trace, e.g. --region 500:900",
         ) from None
+    if not all(math.isfinite(x) and abs(x) < MAX_REGION_MS for x in (start_ms, end_ms)):
+        raise InputError(
+            f"--region {request!r}: START and END must be finite numbers of milliseconds",
+            "e.g. --region 500:900; --region all analyses the whole trace",
+        )
+    if start_ms < 0:
+        raise InputError(f"--region {request!r}: START must be 0 or more", "e.g. --region 0:900")
     if end_ms <= start_ms:
         raise InputError(f"--region {request!r}: END must be after START", "e.g. --region 500:900")
-    window = (t0 + int(start_ms * 1e6), min(t0 + int(end_ms * 1e6), t1))
-    return Region(
-        "user", f"{start_ms:g}-{end_ms:g} ms of the timeline (--region)", (window,), *bounds
-    )
+    return start_ms, end_ms
 
 
 def choose_region(

@@ -3,7 +3,8 @@
 The policy for missing metrics, in the order it applies:
 1. a name in the rule's `requires` is missing: skipped ("missing X");
 2. a name in the rule's `[defaults]` is missing: it takes its default (for the condition and
-   the impact; evidence and message still show it as n/a);
+   the impact; the evidence still shows it as missing, and the message leaves out the
+   sentences that name it);
 3. any other name the condition reads is missing and the outcome depends on it: skipped
    ("missing X"), so a missing metric never makes a condition silently true (`not (x < 50)`)
    or false. When the known values decide (`a >= 10 and x < 50` with a = 5) they decide.
@@ -25,7 +26,7 @@ from typing import Any
 from nsdiag.analysis.diagnosis import Evidence, Finding, Skipped, share_of
 from nsdiag.analysis.rules.expr import Comparison
 from nsdiag.analysis.rules.spec import RuleSpec
-from nsdiag.analysis.rules.template import render
+from nsdiag.analysis.rules.template import render, render_message
 from nsdiag.model.values import missing, number
 
 
@@ -63,7 +64,7 @@ def evaluate_rule(
         recoverable=recoverable,
         saved_ns=saved,
         estimate="metrics" if saved is not None else "none",
-        message=render(rule.message, values),
+        message=render_message(rule.message, values) or rule.title,
         fix=render(rule.fix, values),
         impact_basis=f"{note} {rule.impact_basis}".strip() if note else rule.impact_basis,
         evidence=evidence,

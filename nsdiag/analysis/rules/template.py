@@ -4,8 +4,11 @@ load and formatted safely.
 A template may only name values (`{name}` or `{name:spec}`, a plain identifier, optionally with
 a conversion `!s`, `!r` or `!a`): no positional fields (`{}`, `{0}`), no attribute or item access
 (`{a.b}`, `{a[0]}`), no nested fields in a spec, and a spec of the standard mini-language with a
-width and precision of at most MAX_SPEC_NUMBER. Formatting never fails: a missing or NaN value
-prints n/a, a spec that does not suit the value prints the value plainly.
+width and precision of at most MAX_SPEC_NUMBER, or `si`: the number scaled to an SI prefix with
+three significant digits, written before the unit (`{flops:si}FLOP/s` -> `103 TFLOP/s`).
+Formatting never fails: a missing or NaN value prints n/a, a spec that does not suit the value
+prints the value plainly. A finding's message is formatted by `render_message`, which leaves
+out the sentences whose values are missing instead of printing n/a in them.
 """
 
 from __future__ import annotations
@@ -18,6 +21,10 @@ from typing import Any
 from nsdiag.model.values import missing
 
 MAX_SPEC_NUMBER = 64  # the largest width or precision a template's format spec may ask for
+SI = "si"  # the spec that scales a number to an SI prefix: `{flops:si}FLOP/s`
+_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+# A sentence ends at . ! or ? followed by space and a capital letter or a field.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z{])")
 
 # [[fill]align][sign][z][#][0][width][grouping][.precision][type] (Python's format mini-language)
 _SPEC = re.compile(
@@ -28,7 +35,9 @@ _CONVERSIONS = (None, "s", "r", "a")
 
 
 def spec_problem(spec: str) -> str | None:
-    """What is wrong with a format spec, or None when it is a bounded standard spec."""
+    """What is wrong with a format spec, or None when it is a bounded standard spec (or si)."""
+    if spec == SI:
+        return None
     match = _SPEC.fullmatch(spec)
     if match is None:
         return f"format spec {spec!r} is not a plain format spec"
@@ -80,6 +89,8 @@ class _SafeFormatter(string.Formatter):
     def format_field(self, value: Any, format_spec: str) -> str:
         if missing(value):
             return "n/a"
+        if format_spec == SI:
+            return _si(value)
         if spec_problem(format_spec) is not None:
             return str(value)
         try:
@@ -88,9 +99,34 @@ class _SafeFormatter(string.Formatter):
             return str(value)
 
 
+def _si(value: Any) -> str:
+    """`103 T` for 1.03e14, `512 ` for 512: the prefix (or nothing) goes before the unit the
+    template writes after the field."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    for scale, prefix in _PREFIXES:
+        if abs(v) >= scale:
+            return f"{v / scale:.3g} {prefix}"
+    return f"{v:.3g} "
+
+
 _FORMATTER = _SafeFormatter()
 
 
 def render(template: str, values: Mapping[str, Any]) -> str:
     """The template formatted over the values."""
     return _FORMATTER.vformat(template, (), values)
+
+
+def render_message(template: str, values: Mapping[str, Any]) -> str:
+    """A finding's message: the template formatted sentence by sentence, leaving out each
+    sentence that names a missing value (a message never shows n/a holes); empty when every
+    sentence does."""
+    kept = []
+    for sentence in _SENTENCE_END.split(template):
+        fields = [name for name, _, _ in template_fields(sentence)]
+        if not any(missing(values.get(name)) for name in fields):
+            kept.append(render(sentence, values))
+    return " ".join(kept)

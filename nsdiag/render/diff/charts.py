@@ -27,7 +27,19 @@ def _label(diff: Diff, match_id: int) -> str:
     more = len(m.before) + len(m.after) - 1 if m.method not in ("gone", "new") else 0
     name = short_name(k.name)
     name = name if len(name) <= 38 else name[:37] + "…"
-    return fmt.plotly_text(name + (f" (+{more})" if m.method in ("fused", "regrouped") else ""))
+    grouped = m.method in ("fused", "regrouped", "role") and more
+    return fmt.plotly_text(name + (f" (+{more})" if grouped else ""))
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """Each label once: plotly draws the steps of one category name as one bar (two GEMMs
+    sharing a short name became one step the height of both), so repeats get `#2`, `#3`."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return out
 
 
 def waterfall(diff: Diff) -> go.Figure | None:
@@ -38,7 +50,7 @@ def waterfall(diff: Diff) -> go.Figure | None:
         return None
     ranked = sorted(diff.matches, key=lambda m: -abs(m.change_ns))
     shown, rest = ranked[:WATERFALL_STEPS], ranked[WATERFALL_STEPS:]
-    labels = ["BEFORE"] + [_label(diff, m.id) for m in shown]
+    labels = ["BEFORE", *_unique([_label(diff, m.id) for m in shown])]
     values = [before] + [m.change_ns for m in shown]
     hover = ["BEFORE: mean region time"] + [
         f"{fmt.plotly_text(m.how())}: {fmt.time_ns(m.before_ns)} -> {fmt.time_ns(m.after_ns)}"

@@ -48,6 +48,7 @@ def _matches(diff: Diff) -> list[dict[str, Any]]:
             "change": f"{r.change} ({r.change_pct})",
             "change_v": r.match.change_ns,
             "launches": r.launches,
+            "per_launch": r.per_launch,
             "verdicts": r.verdicts,
         }
         for r in sorted(diff_rows.match_rows(diff), key=lambda r: -abs(r.match.change_ns))
@@ -94,7 +95,9 @@ def context(diff: Diff) -> dict[str, Any]:
         "version": __version__,
         "sides": _sides(diff),
         "note": diff.region.note,
+        "warnings": list(diff.warnings),
         "headline": diff_rows.region_headline(diff),
+        "runs": diff_rows.runs_line(diff),
         "check": diff_rows.check_line(diff),
         "gate": diff_rows.gate_line(diff.gate) if diff.gate is not None else None,
         "gate_failed": diff.gate is not None and not diff.gate.passed,
@@ -104,6 +107,7 @@ def context(diff: Diff) -> dict[str, Any]:
         "matches": _matches(diff),
         "findings": _findings(diff),
         "changes": diff_rows.change_rows(diff),
+        "unestimated": diff_rows.unestimated_changes(diff),
         "roofline": _chart(roofline, "chart-roofline"),
         "arrows": arrows,
         "after_metrics": bool(diff.after.diagnosis.kernels),

@@ -15,6 +15,7 @@ def render_diff_markdown(diff: Diff, options: DiffOptions | None = None) -> str:
     top = (options or DiffOptions()).top
     lines = ["# nsdiag diff", ""]
     lines += [f"- {_cell(rows.side_line(side))}" for side in (diff.before, diff.after)]
+    lines += [f"- **warning**: {_cell(w)}" for w in diff.warnings]
     if diff.region.note:
         lines.append(f"- note: {_cell(diff.region.note)}")
     lines += ["", f"**{_cell(rows.region_headline(diff))}**", ""]
@@ -22,6 +23,9 @@ def render_diff_markdown(diff: Diff, options: DiffOptions | None = None) -> str:
         f"- BEFORE {rows.spread(diff.region.before)}",
         f"- AFTER {rows.spread(diff.region.after)}",
     ]
+    runs = rows.runs_line(diff)
+    if runs:
+        lines.append(f"- {runs}")
     lines += ["", f"## Kernels (time{rows.unit(diff)}, largest change first)", ""]
     lines += ["| BEFORE | AFTER | matched | before | after | change | launches | verdict |"]
     lines += ["| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"]
@@ -38,39 +42,28 @@ def render_diff_markdown(diff: Diff, options: DiffOptions | None = None) -> str:
                     r.before_time,
                     r.after_time,
                     f"{r.change} ({r.change_pct})",
-                    r.launches,
+                    r.launches + (f" ({r.per_launch})" if r.per_launch else ""),
                     r.verdicts,
                 )
             )
             + " |"
         )
-    lines += [
-        "",
-        rows.summary(diff),
-        "",
-        "## Findings resolved or shrunk: predicted against measured",
-        "",
-    ]
-    checked = [c for c in diff.findings if c.status == "resolved" or c.expected_ns]
-    if checked:
-        lines += ["| rule | where | status | predicted | measured | ratio |"]
-        lines += ["| --- | --- | --- | ---: | ---: | ---: |"]
-        for c in checked:
-            lines.append(
-                f"| {c.finding.rule} {c.finding.cause} | `{_cell(rows.where(c))}` | {c.status} | "
-                f"{_cell(rows.expected(diff, c))} | {_cell(rows.measured(diff, c))} | "
-                f"{rows.ratio(c.ratio)} |"
-            )
+    lines += ["", rows.summary(diff), ""]
+    lines += ["## Changes of BEFORE, as ranked: predicted against measured saving", ""]
     made = rows.change_rows(diff)
     if made:
-        lines += ["", "Changes made (predicted: marginal, after the changes ranked above it):", ""]
-        lines += ["| change | findings | predicted | its findings | measured | ratio |"]
-        lines += ["| --- | ---: | ---: | ---: | ---: | ---: |"]
+        lines += ["| # | change | made | predicted | measured | ratio |"]
+        lines += ["| ---: | --- | --- | ---: | ---: | ---: |"]
         lines += [
-            f"| {_cell(r.title)} ({_cell(r.rules)}) | {r.findings} | {_cell(r.predicted)} | "
-            f"{_cell(r.summed)} | {_cell(r.measured)} | {r.ratio} |"
+            f"| {r.rank} | {_cell(r.title)} ({_cell(r.rules)}) | {_cell(r.status)} | "
+            f"{_cell(r.predicted)} | {_cell(r.measured)} | {r.ratio} |"
             for r in made
         ]
+    else:
+        lines.append("No change of BEFORE with an estimate was made.")
+    left = rows.unestimated_changes(diff)
+    if left:
+        lines += ["", _cell(left)]
     lines += ["", rows.check_line(diff), ""]
     new = [c for c in diff.findings if c.status == "new"]
     if new:

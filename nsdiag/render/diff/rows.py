@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+import numpy as np
+
 from nsdiag.analysis.diagnosis import KernelDiagnosis
 from nsdiag.analysis.diff import Diff, KernelMatch
-from nsdiag.analysis.diff.findings import ChangeCheck, FindingChange
+from nsdiag.analysis.diff.by_change import ChangeOutcome
+from nsdiag.analysis.diff.findings import FindingChange
 from nsdiag.analysis.diff.gate import Gate, GateCheck
 from nsdiag.analysis.diff.kernels import LABELS
 from nsdiag.analysis.diff.side import KernelTimes, Side
@@ -61,30 +64,69 @@ def summary(diff: Diff) -> str:
 def side_line(side: Side) -> str:
     sources = ", ".join(side.sources)
     device = side.diagnosis.device.get("name") or "unknown GPU"
-    return f"{side.label.upper()}: {sources} ({device}): {side.describe()}"
+    line = f"{side.label.upper()}: {sources} ({device}): {side.describe()}"
+    more = [", ".join(r.sources) for r in side.extra_runs]
+    if more:
+        line += f"; {len(more)} more run(s) of it for the run-to-run noise: {'; '.join(more)}"
+    return line
 
 
 def noise(diff: Diff) -> str:
-    """Whether the region's change stands out of the iteration-to-iteration noise."""
+    """Whether the region's change stands out of the noise, and which noise: run-to-run where
+    a side has several runs, else the iterations' (which says nothing of the runs')."""
     r = diff.region
+    runs = diff.gate.noise if diff.gate is not None else r.noise
+    word = "faster" if r.change_ns < 0 else "slower"
+    b, a = _medians(diff)
+    within = b > 0 and abs(a - b) / b * 100 <= runs.pct
+    beyond_runs = f"within the {runs.describe()}" if within else f"beyond the {runs.describe()}"
+    if runs.basis == "measured" and len(r.before_runs) + len(r.after_runs) > 2:
+        return beyond_runs
     p = r.p_faster if r.change_ns < 0 else r.p_slower
     if p is None:
         return (
-            f"noise unknown: {r.before.n} vs {r.after.n} iterations ({MIN_SAMPLES} a side are "
-            "needed to tell a change from noise)"
+            f"iteration noise unknown ({r.before.n} vs {r.after.n} iterations, {MIN_SAMPLES} a "
+            f"side needed); {beyond_runs}"
         )
-    word = "faster" if r.change_ns < 0 else "slower"
-    if p < ALPHA:
-        return f"{word} beyond the iteration-to-iteration noise (Mann-Whitney p = {p:.2g})"
-    return f"within the iteration-to-iteration noise (Mann-Whitney p = {p:.2g})"
+    if p >= ALPHA:
+        return f"within the iteration-to-iteration noise (Mann-Whitney p = {p:.2g})"
+    return (
+        f"{word} beyond the iteration-to-iteration noise (Mann-Whitney p = {p:.2g}) "
+        f"{'but' if within else 'and'} {beyond_runs}"
+    )
+
+
+def runs_line(diff: Diff) -> str | None:
+    """`runs: BEFORE 561 µs, 545 µs; AFTER 565 µs, 574 µs (median iteration of each)`, where a
+    side has several runs."""
+    r = diff.region
+    if len(r.before_runs) < 2 and len(r.after_runs) < 2:
+        return None
+    b = ", ".join(fmt.time_ns(v) for v in r.before_runs)
+    a = ", ".join(fmt.time_ns(v) for v in r.after_runs)
+    return (
+        f"runs: BEFORE {b}; AFTER {a} (each run's median iteration; the change is between "
+        "the sides' median runs)"
+    )
+
+
+def _medians(diff: Diff) -> tuple[float, float]:
+    """The region's time BEFORE and AFTER: the median runs where a side has several."""
+    r = diff.region
+    if len(r.before_runs) > 1 or len(r.after_runs) > 1:
+        return float(np.median(r.before_runs)), float(np.median(r.after_runs))
+    return r.before.median, r.after.median
 
 
 def region_headline(diff: Diff) -> str:
     r = diff.region
     what = "Region time per iteration" if r.unit == "iteration" else "Region time"
+    b, a = _medians(diff)
+    if len(r.before_runs) > 1 or len(r.after_runs) > 1:
+        what += ", median run"
     return (
-        f"{what}: {fmt.time_ns(r.before.median)} -> {fmt.time_ns(r.after.median)} "
-        f"({signed(r.change_ns)}, {pct_change(r.before.median, r.after.median)}); {noise(diff)}"
+        f"{what}: {fmt.time_ns(b)} -> {fmt.time_ns(a)} ({signed(a - b)}, {pct_change(b, a)}); "
+        f"{noise(diff)}"
     )
 
 
@@ -108,6 +150,7 @@ class MatchRow:
     change: str
     change_pct: str
     launches: str
+    per_launch: str  # where the launch count changed: time per launch before -> after
     verdicts: str
 
 
@@ -131,6 +174,16 @@ def _verdicts(m: KernelMatch) -> str:
     return fmt.MISSING if b == a == fmt.MISSING else f"{b} -> {a}"
 
 
+def per_launch(m: KernelMatch) -> str:
+    """`8.1 µs -> 805 ns a launch (−90.1%)` where both sides run and the launch count changed
+    (the time per iteration alone would call a kernel launched more often, each launch
+    faster, slower); "" otherwise."""
+    b, a = m.per_launch_ns("before"), m.per_launch_ns("after")
+    if b is None or a is None or abs(m.launches("before") - m.launches("after")) < 0.05:
+        return ""
+    return f"{fmt.time_ns(b)} -> {fmt.time_ns(a)} a launch ({pct_change(b, a)})"
+
+
 def match_rows(diff: Diff) -> list[MatchRow]:
     names = [k.name for m in diff.matches for k in (*m.before, *m.after)]
     short = short_names(names)
@@ -151,6 +204,7 @@ def match_rows(diff: Diff) -> list[MatchRow]:
                 change_pct=pct_change(m.before_ns, m.after_ns) if m.before else "new",
                 launches=f"{fmt.num(round(_launches(m.before), 1))} -> "
                 f"{fmt.num(round(_launches(m.after), 1))}",
+                per_launch=per_launch(m),
                 verdicts=_verdicts(m),
             )
         )
@@ -208,47 +262,63 @@ def check_line(diff: Diff) -> str:
 
 @dataclass(frozen=True)
 class ChangeRow:
-    """A change of BEFORE made in full, as display strings."""
+    """One change of BEFORE with a finding resolved or shrunk, as display strings."""
 
+    rank: str
     title: str
     rules: str
-    findings: str
+    status: str  # `made (3 findings)`, `partly: 2 of 5 findings`
     predicted: str
-    summed: str
     measured: str
     ratio: str
 
 
-def change_rows(diff: Diff) -> list[ChangeRow]:
-    """The changes made in full whose prediction is not simply one finding's: several findings,
-    or a saving that the changes ranked above it shared."""
+def change_rows(diff: Diff, all_rows: bool = False) -> list[ChangeRow]:
+    """The prediction check, one row per change of BEFORE in its ranked order; `all_rows`:
+    also the changes resolved without an estimate (unchecked_changes names them)."""
     out = []
-    for m in diff.changes:
-        if m.findings < 2 and not _differs(m.predicted_ns, m.summed_ns):
+    for r in diff.by_change:
+        if not r.predicted_ns and r.measured_ns is None and not all_rows:
             continue
+        status = (
+            f"made ({r.findings} finding{'s' if r.findings != 1 else ''})"
+            if r.made
+            else f"partly: {r.resolved} of {r.findings} findings"
+        )
         out.append(
             ChangeRow(
-                title=m.change.title,
-                rules=", ".join(m.change.rules),
-                findings=str(m.findings),
-                predicted=time(diff, m.predicted_ns),
-                summed=time(diff, m.summed_ns),
-                measured=_change_measured(diff, m),
-                ratio=ratio(m.ratio),
+                rank=f"#{r.rank}",
+                title=r.title,
+                rules=", ".join(r.rules),
+                status=status,
+                predicted=time(diff, r.predicted_ns) if r.predicted_ns else fmt.NO_ESTIMATE,
+                measured=_change_measured(diff, r),
+                ratio=ratio(r.ratio),
             )
         )
     return out
 
 
-def _differs(a: float | None, b: float | None) -> bool:
-    return a is not None and b is not None and abs(a - b) > 0.01 * max(abs(b), 1.0)
+def unestimated_changes(diff: Diff) -> str | None:
+    """One line naming the changes whose findings went with no estimate to check."""
+    left = [r for r in diff.by_change if not r.predicted_ns and r.measured_ns is None]
+    if not left:
+        return None
+    names = ", ".join(f"#{r.rank} {'/'.join(r.rules)}" for r in left)
+    return f"{len(left)} more change(s) of BEFORE resolved with no estimate to check: {names}"
 
 
-def _change_measured(diff: Diff, m: ChangeCheck) -> str:
-    if m.measured_ns is None:
+def _change_measured(diff: Diff, r: ChangeOutcome) -> str:
+    if r.measured_ns is None:
         return fmt.MISSING
-    on = m.measured_on if m.shared <= 1 else "shared with other findings"
-    return time(diff, m.measured_ns) + (f" ({on})" if on else "")
+    on = r.measured_on
+    if r.shared > 1:
+        on += (
+            f", shared by {r.shared} changes"
+            if on == "the region"
+            else ", already measured for a change above"
+        )
+    return time(diff, r.measured_ns) + (f" ({on})" if on else "")
 
 
 def ratio(value: float | None) -> str:
@@ -256,26 +326,36 @@ def ratio(value: float | None) -> str:
 
 
 def check_sentence(check: GateCheck) -> str:
-    """`the region: 141 µs -> 561 µs (+297.4%, threshold 5%); median of 57 vs 58 iterations,
-    quartiles 137 µs–145 µs vs 557 µs–565 µs (clear of the threshold), Mann-Whitney
-    p = 1e-20 < 0.01`"""
-    b, a = check.before, check.after
+    """`the region: 545 µs -> 574 µs (+5.3%, threshold 5%): within the run-to-run noise 6.0%
+    (...); Mann-Whitney p = 2.4e-19 over 59 vs 59 iterations`"""
     head = (
-        f"{check.what}: {fmt.time_ns(b.median)} -> {fmt.time_ns(a.median)} "
+        f"{check.what}: {fmt.time_ns(check.before_ns)} -> {fmt.time_ns(check.after_ns)} "
         f"({check.change_pct:+.1f}%, threshold {check.threshold_pct:g}%)"
     )
-    if check.p_value is None:
-        return (
-            f"{head}; noise unknown ({b.n} vs {a.n} iterations, {MIN_SAMPLES} a side needed): "
-            "the threshold alone decides"
-        )
-    sign = "<" if check.p_value < ALPHA else ">="
-    spread = "clear of" if check.clear_of_spread else "within"
-    return (
-        f"{head}; median of {b.n} vs {a.n} iterations, quartiles "
-        f"{fmt.time_ns(b.q1)}–{fmt.time_ns(b.q3)} vs {fmt.time_ns(a.q1)}–{fmt.time_ns(a.q3)} "
-        f"({spread} the threshold), Mann-Whitney p = {check.p_value:.2g} {sign} {ALPHA:g}"
+    if check.runs:
+        head += f", median of {len(check.before_runs)} vs {len(check.after_runs)} runs"
+    if not check.over_threshold:
+        verdict = "under the threshold"
+    elif not check.beyond_run_noise:
+        verdict = "within the " + check.noise.describe()
+    elif check.beyond_noise is False:
+        verdict = "within the iteration-to-iteration noise"
+    else:
+        verdict = "slower beyond the " + check.noise.describe()
+    samples = "runs" if check.runs else "iterations"
+    n = (
+        (len(check.before_runs), len(check.after_runs))
+        if check.runs
+        else (check.before.n, check.after.n)
     )
+    if check.p_value is None:
+        test = f"too few {samples} for a rank test ({n[0]} vs {n[1]}, {MIN_SAMPLES} a side)"
+    else:
+        sign = "<" if check.p_value < ALPHA else ">="
+        test = (
+            f"Mann-Whitney p = {check.p_value:.2g} {sign} {ALPHA:g} over {n[0]} vs {n[1]} {samples}"
+        )
+    return f"{head}: {verdict}; {test}"
 
 
 def gate_line(gate: Gate) -> str:
@@ -288,6 +368,6 @@ def gate_line(gate: Gate) -> str:
     closest = max(gate.checks, key=lambda c: c.change_pct)
     return (
         f"nsdiag diff: pass: nothing got slower by more than {gate.threshold_pct:g}% beyond the "
-        f"noise (the region and {len(gate.checks) - 1} kernel(s) above {gate.share_pct:g}% of it);"
-        f" largest change: {check_sentence(closest)}"
+        f"run-to-run noise (the region and {len(gate.checks) - 1} kernel(s) above "
+        f"{gate.share_pct:g}% of it); largest change: {check_sentence(closest)}"
     )

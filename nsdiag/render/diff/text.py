@@ -23,11 +23,16 @@ def render_diff_text(diff: Diff, options: DiffOptions | None = None) -> str:
     )
     for side in (diff.before, diff.after):
         console.print(Text(rows.side_line(side), style="bold" if side.label == "before" else ""))
+    for warning in diff.warnings:
+        console.print(Text(f"warning: {warning}", style="bold red"))
     if diff.region.note:
         console.print(Text(f"note: {diff.region.note}", style="yellow"))
     console.print(Text(rows.region_headline(diff), style="bold"))
     console.print(Text(f"  BEFORE {rows.spread(diff.region.before)}", style="dim"))
     console.print(Text(f"  AFTER  {rows.spread(diff.region.after)}", style="dim"))
+    runs = rows.runs_line(diff)
+    if runs:
+        console.print(Text(f"  {runs}", style="dim"))
     _kernels(console, diff, top)
     _findings(console, diff)
     return buffer.getvalue()  # the gate's line is the CLI's to print, unwrapped
@@ -59,7 +64,7 @@ def _kernels(console: Console, diff: Diff, top: int) -> None:
             r.before_time,
             r.after_time,
             f"{r.change}\n({r.change_pct})",
-            r.launches,
+            r.launches + (f"\n{r.per_launch}" if r.per_launch else ""),
             r.verdicts,
         )
     console.print(table)
@@ -69,55 +74,28 @@ def _kernels(console: Console, diff: Diff, top: int) -> None:
 
 
 def _findings(console: Console, diff: Diff) -> None:
-    checked = [c for c in diff.findings if c.status == "resolved" or c.expected_ns]
-    if checked:
-        table = Table(title="Findings resolved or shrunk: predicted against measured", expand=True)
-        for name, justify in (
-            ("rule", "left"),
-            ("where", "left"),
-            ("status", "left"),
-            ("predicted", "right"),
-            ("measured", "right"),
-            ("ratio", "right"),
-            ("how", "left"),
-        ):
-            table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
-        for c in checked:
-            f = c.finding
-            table.add_row(
-                f"{f.rule} {f.cause}" + ("" if c.counted or not c.expected_ns else " *"),
-                rows.where(c),
-                c.status,
-                rows.expected(diff, c),
-                rows.measured(diff, c),
-                rows.ratio(c.ratio),
-                c.how or "the saving AFTER still predicts is smaller",
-            )
-        console.print(table)
-        if any(c.expected_ns and not c.counted for c in checked):
-            console.print(
-                Text(
-                    "* its kernels are covered by a larger finding: not added to the check",
-                    style="dim",
-                )
-            )
     made = rows.change_rows(diff)
     if made:
-        table = Table(title="Changes made: predicted (marginal) against measured", expand=True)
+        table = Table(
+            title="Changes of BEFORE, as ranked: predicted against measured saving", expand=True
+        )
         for name, justify in (
+            ("#", "right"),
             ("change", "left"),
-            ("findings", "right"),
+            ("made", "left"),
             ("predicted", "right"),
-            ("its findings", "right"),
             ("measured", "right"),
             ("ratio", "right"),
         ):
             table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
         for r in made:
             table.add_row(
-                f"{r.title} ({r.rules})", r.findings, r.predicted, r.summed, r.measured, r.ratio
+                r.rank, f"{r.title} ({r.rules})", r.status, r.predicted, r.measured, r.ratio
             )
         console.print(table)
+    left = rows.unestimated_changes(diff)
+    if left:
+        console.print(Text(left, style="dim"))
     if diff.check is not None:
         console.print(Text(rows.check_line(diff), style="bold"))
     for status, title in (

@@ -1,0 +1,135 @@
+"""The terminal page the text renderer writes on: a rich console into a string, wrapped
+paragraphs with a hanging indent, clipped to a number of lines in the short view, every
+program-supplied string made printable, and colour only when asked for."""
+
+from __future__ import annotations
+
+import io
+import re
+import textwrap
+from dataclasses import dataclass, field
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from nsdiag.model.names import ELLIPSIS
+from nsdiag.render import fmt
+
+WIDTH = 100  # columns when the caller does not say (a file, a pipe)
+MIN_WIDTH = 60
+
+# Styles (rich style strings); with colour off the console draws none of them.
+TITLE = "bold"
+SECTION = "bold cyan"
+WARNING = "bold red"
+RULE = "yellow"
+SAVING = "bold green"
+FIX = "green"
+NAME = "cyan"
+DIM = "dim"
+
+
+@dataclass
+class Page:
+    """A console writing into a string at a fixed width, with or without colour."""
+
+    width: int = WIDTH
+    color: bool = False
+    buffer: io.StringIO = field(default_factory=io.StringIO)
+
+    def __post_init__(self) -> None:
+        self.width = max(self.width, MIN_WIDTH)
+        self.console = Console(
+            file=self.buffer,
+            width=self.width,
+            force_terminal=self.color,
+            color_system="standard" if self.color else None,
+            highlight=False,
+            emoji=False,
+            markup=False,
+            no_color=not self.color,
+        )
+
+    def text(self) -> str:
+        """What was written, without the spaces rich pads lines with."""
+        lines = self.buffer.getvalue().splitlines()
+        return "".join(_TRAILING.sub(r"\1", line) + "\n" for line in lines)
+
+    def blank(self) -> None:
+        self.console.print()
+
+    def line(self, *parts: tuple[str, str] | str) -> None:
+        """One line of (text, style) parts, clipped at the width; texts made printable."""
+        pieces = [(fmt.printable(p), "") if isinstance(p, str) else (fmt.printable(p[0]), p[1])
+                  for p in parts]  # fmt: skip
+        self.console.print(Text.assemble(*pieces), no_wrap=True, overflow="ellipsis")
+
+    def para(
+        self,
+        text: str,
+        label: str = "",
+        indent: int = 0,
+        style: str = "",
+        label_style: str = "",
+        lines: int | None = None,
+        lead: str = "",
+        lead_style: str = "",
+    ) -> None:
+        """`label lead text` wrapped at the width, later lines under the lead's start; `lines`:
+        at most that many, the last ending in … when the text goes on. The label and the lead
+        (the first words of the text) have styles of their own."""
+        prefix = " " * indent + fmt.printable(label)
+        lead = fmt.printable(lead)
+        body = fmt.printable(text)
+        wrapped = wrap(f"{lead}{body}" if lead else body, self.width, prefix, lines)
+        for i, row in enumerate(wrapped):
+            parts: list[tuple[str, str]] = []
+            if i == 0:
+                parts.append((prefix, label_style))
+                row = row[len(prefix) :]
+                if lead:
+                    parts.append((row[: len(lead)], lead_style))
+                    row = row[len(lead) :]
+            parts.append((row, style))
+            self.console.print(Text.assemble(*parts), no_wrap=True, overflow="crop")
+
+    def table(self, table: Table) -> None:
+        self.console.print(table)
+
+
+# A number and its unit stay on one line (`2.59 ms`, `103 TFLOP/s`, `132 SMs`).
+_NUMBER_UNIT = re.compile(r"(?<=\d) (?=(?:[kMGTP]?(?:FLOP/s|B/s|B)|ns|µs|us|ms|s|SMs|%)(?![\w/]))")
+_TRAILING = re.compile(r"\s+((?:\x1b\[[0-9;]*m)*)$")  # pads, and pads before a style's end
+_SPACES = re.compile(r"[ \t\r\n]+")
+_KEEP = "\u00a0"  # a no-break space while wrapping (textwrap breaks at ASCII white space only)
+
+
+def wrap(text: str, width: int, prefix: str, lines: int | None = None) -> list[str]:
+    """`prefix + text` wrapped at `width` with a hanging indent of the prefix's length."""
+    kept = _NUMBER_UNIT.sub(_KEEP, _SPACES.sub(" ", text.replace(_KEEP, " ")).strip())
+    rows = textwrap.wrap(
+        kept,
+        width=width,
+        initial_indent=prefix,
+        subsequent_indent=" " * len(prefix),
+        break_on_hyphens=False,
+    ) or [prefix.rstrip()]
+    if lines is not None and len(rows) > lines:
+        rows = rows[:lines]
+        rows[-1] = rows[-1][: width - 1].rstrip() + ELLIPSIS
+    return [row.replace(_KEEP, " ") for row in rows]
+
+
+def clip(text: str, width: int) -> str:
+    """One line of at most `width` characters, ending in … when cut."""
+    return text if len(text) <= width else text[: width - 1].rstrip() + ELLIPSIS
+
+
+def middle(text: str, width: int) -> str:
+    """At most `width` characters, cut in the middle (a kernel name's start and its telling
+    end, `grid 64` or `_tn_align1…>`, both stay)."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    return text[:head] + ELLIPSIS + text[len(text) - (width - 1 - head) :]

@@ -1,0 +1,92 @@
+// nsdiag report: the timeline's bars, merged again for the pixel of the range on screen, so that
+// zooming in splits a bar where its activities have gaps (the segments: render/timeline_zoom.py).
+(function () {
+  "use strict";
+
+  var UNITS = [[1e9, "s"], [1e6, "ms"], [1e3, "µs"]];
+
+  function time(ns) {  // fmt.time_ns: 3 significant digits
+    for (var i = 0; i < UNITS.length; i++) {
+      if (Math.abs(ns) >= UNITS[i][0]) { return +(ns / UNITS[i][0]).toPrecision(3) + " " + UNITS[i][1]; }
+    }
+    return +ns.toPrecision(3) + " ns";
+  }
+
+  // One lane's segments, start deltas made absolute: [lane, start, end, count, busy, name].
+  function decode(row) {
+    var start = [], end = [], at = 0;
+    for (var i = 0; i < row[1].length; i++) {
+      at += row[1][i];
+      start.push(at);
+      end.push(at + row[2][i]);
+    }
+    var busy = row[4].map(function (b, i) { return row[3][i] > 1 ? b : row[2][i]; });
+    return { lane: row[0], start: start, end: end, count: row[3], busy: busy, name: row[5] };
+  }
+
+  // timeline_chart._narrow_groups: a bar breaks after a gap wider than `gap` and around a
+  // segment longer than `wide` gaps.
+  function merge(lane, gap, wide, out) {
+    var cur = null, prevWide = false;
+    for (var i = 0; i < lane.start.length; i++) {
+      var isWide = lane.end[i] - lane.start[i] > wide * gap;
+      if (cur && lane.start[i] <= cur.reach + gap && !isWide && !prevWide) {
+        cur.reach = Math.max(cur.reach, lane.end[i]);
+        cur.count += lane.count[i];
+        cur.busy += lane.busy[i];
+        if (lane.busy[i] > cur.longest) { cur.longest = lane.busy[i]; cur.name = lane.name[i]; }
+      } else {
+        if (cur) { out.push(cur); }
+        cur = { lane: lane.lane, start: lane.start[i], reach: lane.end[i], count: lane.count[i],
+                busy: lane.busy[i], longest: lane.busy[i], name: lane.name[i] };
+      }
+      prevWide = isWide;
+    }
+    if (cur) { out.push(cur); }
+  }
+
+  function hover(bar, meta, step) {
+    var name = meta.names[bar.name];
+    var when = "at " + (bar.start * step / 1e6).toFixed(3) + " ms, " + time((bar.reach - bar.start) * step);
+    if (bar.count === 1) { return "<b>" + name + "</b><br>" + when; }
+    return "<b>" + bar.count + " activities</b> merged (longest: " + name + ")<br>" + when +
+      ", busy " + time(bar.busy * step);
+  }
+
+  function attach(gd) {
+    var meta = gd.layout.meta.nsdiagTimeline;
+    var step = meta.unit;
+    var traces = Object.keys(meta.bars).map(Number);
+    var lanes = traces.map(function (t) { return meta.bars[t].map(decode); });
+    var last = "";
+    function draw() {
+      var axis = gd._fullLayout && gd._fullLayout.xaxis2;
+      if (!axis || !axis.range || !axis._length) { return; }
+      var range = axis.range.map(Number);
+      var key = range.join(",") + "/" + axis._length;
+      if (key === last) { return; }
+      last = key;
+      var gap = Math.max((range[1] - range[0]) * 1e6 / step / axis._length, 0);
+      var update = { base: [], x: [], y: [], hovertext: [], text: [] };
+      traces.forEach(function (t, k) {
+        var bars = [];
+        lanes[k].forEach(function (lane) { merge(lane, gap, meta.wide, bars); });
+        var nvtx = gd.data[t].name === "nvtx";
+        update.base.push(bars.map(function (b) { return b.start * step / 1e6; }));
+        update.x.push(bars.map(function (b) { return (b.reach - b.start) * step / 1e6; }));
+        update.y.push(bars.map(function (b) { return meta.lanes[b.lane]; }));
+        update.hovertext.push(bars.map(function (b) { return hover(b, meta, step); }));
+        update.text.push(nvtx ? bars.map(function (b) { return meta.names[b.name]; }) : []);
+      });
+      window.Plotly.restyle(gd, update, traces);
+      gd.setAttribute("data-bars", update.x.reduce(function (n, xs) { return n + xs.length; }, 0));
+    }
+    gd.on("plotly_relayout", draw);
+    draw();
+  }
+
+  if (!window.Plotly) { return; }
+  Array.prototype.forEach.call(document.querySelectorAll(".js-plotly-plot"), function (gd) {
+    if (gd.layout && gd.layout.meta && gd.layout.meta.nsdiagTimeline) { attach(gd); }
+  });
+})();
