@@ -33,6 +33,11 @@
 #   tools/record_real_programs.sh K   GPT-2 at batch 24 with NSD403's whole fix (no .item() per
 #                                     step, pinned batches copied without blocking); the probe of
 #                                     ending a program under ncu early (tools/probes/probe_ncu_stop.py)
+#   tools/record_real_programs.sh L   (two GPUs, nvidia-h200-x2; issue 29) transformers GPT-2 under
+#                                     DDP fed by a DataLoader (ddp_hf_train.py): balanced, a slow
+#                                     loader on rank 1 and its fix, uneven sequence lengths and
+#                                     their fix, as `nsdiag profile -- torchrun ...` sessions, plain
+#                                     timings, and one nsys report per rank with `step_<i>` ranges
 # Steps run in order within a time budget; each step's files are packed into $OUT as it ends, so
 # a call cut short still returns what was done.
 set -u
@@ -250,6 +255,29 @@ case $PART in
     step plain_logging24_pinned 25 90 python3 $P/train_logging.py --batch 24 --log-every 0 --pin-memory
     step tl_logging24_pinned 30 90 timeline train_logging24_pinned $P/train_logging.py --batch 24 --log-every 0 --pin-memory
     step probe_ncu_stop 60 200 python3 tools/probes/probe_ncu_stop.py "$R/probe_ncu_stop"
+    ;;
+  L)  # two GPUs, a program nobody here wrote: stragglers as users meet them
+    TR="python3 -m torch.distributed.run --standalone --nproc-per-node 2"
+    H="$P/ddp_hf_train.py --warmup 3 --iters 12"
+    prof2() { local name=$1; shift; python3 -m nsdiag profile -v -o "$R/$name" -- $TR $H "$@" && python3 -m nsdiag explain "$R/$name"; }
+    ranks2() {  # one nsys report per rank, per-iteration range names, NCCL's own ranges
+      local name=$1; shift
+      $TR --no-python "$NSYS" profile -t cuda,nvtx --cpuctxsw none -s none -f true \
+        -o "$R/${name}_rank%q{RANK}" python3 $H --step-ranges "$@" &&
+      for f in "$R/${name}"_rank*.nsys-rep; do
+        "$NSYS" export --type sqlite -f true -o "${f%.nsys-rep}.sqlite" "$f" || return 1
+      done
+    }
+    export TR H; export -f prof2 ranks2
+    step plain_hf_balanced 40 120 $TR $H
+    step plain_hf_slow_loader 40 120 $TR $H --slow-loader-rank 1
+    step plain_hf_uneven 40 120 $TR $H --uneven-lengths
+    step plain_hf_uneven_fixed 40 120 $TR $H --uneven-lengths --pad-to-max
+    step prof_hf_balanced 90 240 prof2 hf_balanced
+    step prof_hf_slow_loader 90 240 prof2 hf_slow_loader --slow-loader-rank 1
+    step prof_hf_uneven 90 240 prof2 hf_uneven --uneven-lengths
+    step prof_hf_uneven_fixed 90 240 prof2 hf_uneven_fixed --uneven-lengths --pad-to-max
+    step ranks_hf_slow_loader 60 150 ranks2 hf_slow_loader --slow-loader-rank 1
     ;;
 esac
 ls -la "$OUT"; echo "total $(( $(date +%s) - T0 ))s"
