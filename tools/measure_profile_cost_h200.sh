@@ -11,7 +11,7 @@ R=/tmp/cost; mkdir -p "$R"
 echo "== $(nvidia-smi -L) | $(python3 -c 'import torch; print(torch.__version__)') | $(ncu --version | tail -1)"
 for name in "$@"; do  # packed after each, so a call cut short returns what was done
   python3 benchmarks/bench_profile_cost.py run --out "$R" --only "$name"
-  tar czf "$OUT/cost.tgz" -C "$R" --exclude='*.ncu-rep' --exclude='*.nsys-rep' --exclude='*.qdstrm' .
+  tar czf "$OUT/cost.tgz" -C "$R" --exclude='*.ncu-rep' --exclude='*.nsys-rep' --exclude='*.qdstrm' --exclude='*.sqlite' --exclude='*.csv' .
 done
 python3 benchmarks/bench_profile_cost.py summary --out "$R"
 ls -la "$OUT"
