@@ -335,3 +335,20 @@ def test_bench_summary_reports_ratio_and_differences_from_the_recordings(tmp_pat
     assert (figures["planned_compared"], figures["planned_agree"]) == (29, 28)
     assert [d["planned"] for d in figures["differences"]] == [True, False]
     assert all(any(d["close_call"].values()) for d in figures["differences"])
+
+
+def test_signatures_the_plan_chose_not_to_reach_are_left_out_not_missing(
+    step_timeline: pd.DataFrame, targeted_and_full: tuple[nsdiag.Session, nsdiag.Session]
+) -> None:
+    """The default plan leaves the two-K GEMMs' later groups (4.2%) unprofiled: the session that
+    profiled the rest (the first run's 55 launches, no later groups) is then complete."""
+    from nsdiag.collect.weights import coverage
+
+    targeted, _ = targeted_and_full
+    p = plan.make_plan(step_timeline, rounds.PlanSettings(coverage=0.9, program_s=14.0))
+    covered = coverage(p, targeted)
+    assert covered["left_out"] == 2 and covered["left_out_share"] == pytest.approx(0.042, abs=1e-3)
+    assert not covered["missing"], covered["missing"]
+    # the coverage-first plan wanted them, so there they are missing
+    wanted = coverage(plan.make_plan(step_timeline, coverage_first(program_s=14.0)), targeted)
+    assert wanted["left_out"] == 0 and len(wanted["missing"]) == 2

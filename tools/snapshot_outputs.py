@@ -1,13 +1,14 @@
 """Write every output nsdiag gives on every recording under tests/data into one folder, so two
 versions of the code can be compared file by file (a refactoring must leave them identical).
 
-    python tools/snapshot_outputs.py OUT_DIR            # then: diff -r BEFORE_DIR AFTER_DIR
+    python tools/snapshot_outputs.py OUT_DIR [--no-reports]  # then: diff -r BEFORE AFTER
 
 Runs the CLI in this process (click's test runner), so it measures the code on sys.path: run it
 from a checkout, or with PYTHONPATH pointing at another one. HTML reports are stored without
 the inlined plotly.js (identical in both and 1.3 MB each; each report's full size is in its
 .report.html.log, which tools/report_sizes.py lists); the checkout's path to tests/data is
-written as DATA, so two checkouts compare equal.
+written as DATA, so two checkouts compare equal. `--no-reports`: explain (text and JSON) and
+diff only, a fifth of the time.
 """
 
 from __future__ import annotations
@@ -57,6 +58,15 @@ def recordings() -> list[Path]:
     return found
 
 
+# Exports read one at a time that `recordings` leaves out (their names carry no export suffix):
+# ncu's CSV as printed to the console, and each `nsys stats` report.
+LOOSE_EXPORTS = ("console/*.csv.gz", "nsys/*_stats_*.csv.gz")
+
+
+def loose_exports() -> list[Path]:
+    return [path for pattern in LOOSE_EXPORTS for path in sorted(DATA.glob(pattern))]
+
+
 def _inputs(path: Path) -> list[str]:
     if path.is_dir() and not (path / "session.json").exists():
         return [str(p) for p in sorted(path.glob("*.csv.gz"))]
@@ -87,15 +97,15 @@ def _normalise(out: Path) -> None:
             path.write_text(fixed)
 
 
-def snapshot(out: Path) -> int:
+def snapshot(out: Path, reports: bool = True) -> int:
     out.mkdir(parents=True, exist_ok=True)
     runner = CliRunner()
     count = 0
-    for path in recordings():
+    for path in recordings() + loose_exports():
         name, inputs = _name(path), _inputs(path)
         (out / f"{name}.explain.txt").write_text(_run(runner, ["explain", *inputs]))
         (out / f"{name}.explain.json").write_text(_run(runner, ["explain", *inputs, "--json"]))
-        for suffix in ("md", "txt", "html"):
+        for suffix in ("md", "txt", "html") if reports else ():
             target = out / f"{name}.report.{suffix}"
             log = _run(runner, ["report", *inputs, "-o", str(target)])
             if target.exists() and suffix == "html":
@@ -115,6 +125,9 @@ def snapshot(out: Path) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit("usage: python tools/snapshot_outputs.py OUT_DIR")
-    print(f"{snapshot(Path(sys.argv[1]))} recordings and pairs -> {sys.argv[1]}")
+    arguments = sys.argv[1:]
+    with_reports = "--no-reports" not in arguments
+    folders = [a for a in arguments if a != "--no-reports"]
+    if len(folders) != 1:
+        sys.exit("usage: python tools/snapshot_outputs.py OUT_DIR [--no-reports]")
+    print(f"{snapshot(Path(folders[0]), with_reports)} recordings and pairs -> {folders[0]}")

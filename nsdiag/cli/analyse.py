@@ -40,7 +40,10 @@ def _megabytes(ctx: click.Context, param: click.Parameter, value: float | None) 
     return value
 
 
-INPUT_HELP = "session folder, .ncu-rep, ncu CSV export (raw or details page); several may be given"
+INPUT_HELP = (
+    "session folder, .ncu-rep, ncu CSV export (raw or details page), nsys .nsys-rep/.qdrep or "
+    "its SQLite export, nsys stats CSV; several may be given"
+)
 inputs_argument = click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
 kernel_option = click.option(
     "-k",

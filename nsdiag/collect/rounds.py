@@ -15,7 +15,6 @@ configuration. Pure: DataFrame in, frozen records out.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -81,6 +80,7 @@ _SEEN_CACHE: dict[tuple[int, int, frozenset[str], bool, int], tuple[pd.DataFrame
 def clear_cache() -> None:
     _SEEN_CACHE.clear()
     _SIZES_CACHE.clear()
+    _RANKS_CACHE.clear()
 
 
 def _seen_ranks(
@@ -129,29 +129,37 @@ def _group_sizes(seen: pd.DataFrame) -> np.ndarray:
     return sizes
 
 
+_RANKS_CACHE: dict[tuple[int, Signature], np.ndarray] = {}
+
+
 def _ranks(
     launches: pd.DataFrame,
     names: set[str],
     sigs: Sequence[Signature],
     key_has_name: bool,
     after: int = 0,
-) -> tuple[dict[Signature, tuple[int, ...]], pd.DataFrame]:
-    """For each signature of `names`: the ranks, in their launch-configuration groups, of its
-    launches in the region (its first launch's rank is how many ncu must skip to reach it),
-    counting only launches of `names` (ncu's name filter applies first) from launch `after` on."""
+) -> tuple[dict[Signature, np.ndarray], pd.DataFrame]:
+    """For each signature of `names`: the ranks (ascending), in their launch-configuration groups,
+    of its launches in the region (its first launch's rank is how many ncu must skip to reach
+    it), counting only launches of `names` (ncu's name filter applies first) from launch `after`
+    on."""
     seen, rank_at = _seen_ranks(launches, names, key_has_name, after)
     ranks = {}
     for s in sigs:
         if s.filter_name in names:
-            at = rank_at[np.asarray(s.positions or (s.first,), dtype=np.int64)]
-            ranks[s] = tuple(sorted(int(r) for r in at[at >= 0]))
+            key = (id(rank_at), s)
+            hit = _RANKS_CACHE.get(key)
+            if hit is None:
+                at = rank_at[np.asarray(s.positions or (s.first,), dtype=np.int64)]
+                hit = _RANKS_CACHE[key] = np.sort(at[at >= 0])
+            ranks[s] = hit
     return ranks, seen
 
 
-def _reached(ranks: Sequence[int], skip: int, count: int) -> bool:
+def _reached(ranks: np.ndarray, skip: int, count: int) -> bool:
     """Whether a launch of these ranks (ascending) falls in skip .. skip + count - 1."""
-    i = bisect.bisect_left(ranks, skip)
-    return i < len(ranks) and ranks[i] < skip + count
+    i = int(np.searchsorted(ranks, skip))
+    return i < len(ranks) and int(ranks[i]) < skip + count
 
 
 def round_for(
@@ -205,7 +213,7 @@ def _skips(
     if "in_region" not in launches or launches["in_region"].astype(bool).all():
         return [(0, 0)]
     ranks, _ = _ranks(launches, {s.filter_name for s in pending}, pending, settings.key_has_name)
-    pairs = [(skip, 0) for skip in sorted({0, *(min(r) for r in ranks.values() if r)})]
+    pairs = [(skip, 0) for skip in sorted({0, *(int(r[0]) for r in ranks.values() if len(r))})]
     inside = launches.index[launches["in_region"].astype(bool).to_numpy()]
     if settings.before_match and len(inside) and int(inside[0]) > 0:
         pairs.append((0, int(inside[0])))

@@ -38,11 +38,18 @@ def coverage(plan: Plan, session: Session) -> dict[str, Any]:
     shapes = {p[0].shape for p in profiled}
     found: list[Signature] = []
     missing: list[Signature] = []
+    # the plan chose not to reach these (its notes say why): left out, not missing
+    left_out = list(plan.uncovered)
     for s in plan.signatures:
         key = s.key  # key.shape: its demangled name's bare function, grid and block
         hit = (key, s.variant) in profiled if s.variants > 1 else key in keys or key.shape in shapes
-        (found if hit else missing).append(s)
+        if hit:
+            found.append(s)
+        elif s not in left_out:
+            missing.append(s)
     return {
+        "left_out": len(left_out),
+        "left_out_share": round(sum(s.share for s in left_out), 6),
         "planned": len(plan.signatures),
         "profiled": len(found),
         "profiled_share": round(sum(s.share for s in found), 6),

@@ -68,7 +68,10 @@ def _user_patterns(setting: str) -> tuple[re.Pattern[str], ...]:
     return tuple(patterns)
 
 
-@lru_cache(maxsize=1 << 16)
+# Above the distinct ranges of the largest recordings (emit_nvtx's op_id ranges: 69,459 in a
+# Llama step), which the region search reads several times: a smaller cache, read in order,
+# misses every time.
+@lru_cache(maxsize=1 << 18)
 def _owner(name: str, domain: str, setting: str) -> str | None:
     known = LIBRARY_DOMAINS.get(domain.strip().lower())
     if known is not None:

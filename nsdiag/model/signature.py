@@ -21,7 +21,7 @@ export spells each kernel one way, so nothing needs tolerating, and two kernels 
 a namespace (`a::f` and `b::f` of one grid and block) stay two signatures to plan.
 
 `signature_key` is the scalar form (one launch); `signature_keys` the vectorised one over a
-DataFrame, each row's `SignatureKey.text`, the name's spellings computed once per distinct name.
+DataFrame, each row's `SignatureKey.text`, written once per distinct name, grid and block.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from nsdiag.model.names import function_name, normalized
@@ -80,16 +81,22 @@ def signature_keys(
     """Each row's key text (`SignatureKey.text`), from its `name`, `grid` and `block` columns (a
     missing grid or block column reads as ""); `function`: the column the function slot comes
     from instead of the name's bare function name."""
-    names = _text(frame, "name")
-    spellings = {n: _spellings(n) for n in names.unique()}
-    bare = (
-        _text(frame, function)
-        if function is not None
-        else names.map({n: s[0] for n, s in spellings.items()})
+    columns = ("name", "grid", "block", *((function,) if function is not None else ()))
+    parts = [_text(frame, column).to_numpy(dtype=object) for column in columns]
+    # A timeline has 10^5 launches of 10^2 signatures: each distinct row's key is written once
+    rows: dict[tuple[str, ...], int] = {}
+    combo = np.fromiter(
+        (rows.setdefault(row, len(rows)) for row in zip(*parts, strict=True)),
+        dtype=np.int64,
+        count=len(frame),
     )
-    spelled = names if exact else names.map({n: s[1] for n, s in spellings.items()})
-    sep = SEPARATOR
-    return bare + sep + _text(frame, "grid") + sep + _text(frame, "block") + sep + spelled
+    texts = []
+    for name, grid, block, *slot in rows:  # in the order of their numbers
+        bare, spelled = _spellings(name)
+        texts.append(
+            SEPARATOR.join((slot[0] if slot else bare, grid, block, name if exact else spelled))
+        )
+    return pd.Series(np.array(texts, dtype=object)[combo], index=frame.index, dtype="str")
 
 
 def _text(frame: pd.DataFrame, column: str) -> pd.Series:

@@ -63,17 +63,22 @@ def chosen_limits() -> tuple[float | None, float | None]:
     return _override_mb.get(), _override_rows.get()
 
 
+def _env_number(name: str, hint: str) -> float | None:
+    """The environment variable `name` as a number (None when unset or empty)."""
+    text = os.environ.get(name)
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError as exc:
+        raise InputError(f"{name}={text!r} is not a number", hint) from exc
+
+
 def limit_bytes(kind: str) -> int:
     """The most bytes (uncompressed) an input of `kind` may hold."""
     chosen = _override_mb.get()
-    if chosen is None and os.environ.get(ENV_LIMIT):
-        try:
-            chosen = float(os.environ[ENV_LIMIT])
-        except ValueError as exc:
-            raise InputError(
-                f"{ENV_LIMIT}={os.environ[ENV_LIMIT]!r} is not a number",
-                "set it to the largest input size to accept, in MB",
-            ) from exc
+    if chosen is None:
+        chosen = _env_number(ENV_LIMIT, "set it to the largest input size to accept, in MB")
     if chosen is not None and not (math.isfinite(chosen) and chosen > 0):
         raise InputError(
             f"the input size limit must be positive, not {chosen:g} MB",
@@ -87,14 +92,10 @@ def limit_rows() -> int:
     the work where the size limit cannot, as a view may yield far more rows than its file holds
     bytes."""
     chosen = _override_rows.get()
-    if chosen is None and os.environ.get(ENV_ROWS):
-        try:
-            chosen = float(os.environ[ENV_ROWS])
-        except ValueError as exc:
-            raise InputError(
-                f"{ENV_ROWS}={os.environ[ENV_ROWS]!r} is not a number",
-                "set it to the most rows to read from one table of an export",
-            ) from exc
+    if chosen is None:
+        chosen = _env_number(
+            ENV_ROWS, "set it to the most rows to read from one table of an export"
+        )
     if chosen is not None and not (math.isfinite(chosen) and chosen >= 1):
         raise InputError(f"the input row limit must be a positive number, not {chosen:g}", "")
     return int(chosen) if chosen is not None else DEFAULT_ROWS

@@ -41,7 +41,7 @@ def numeric_metrics(
     warnings: list[str] = []
     fixed: dict[str, pd.Series] = {}
     for column in raw.columns:
-        series = raw[column]
+        series = original = raw[column]
         if _is_text(series):
             converted = _mostly_numbers(series)
             if converted is None:
@@ -72,7 +72,7 @@ def numeric_metrics(
             )
             values = np.where(bad_mask, np.nan, values)
             series = pd.Series(values, index=raw.index)
-        if series is not raw[column]:
+        if series is not original:  # pandas 3 gives a new Series for each raw[column]
             fixed[str(column)] = series
     if fixed:
         raw = raw.assign(**fixed)

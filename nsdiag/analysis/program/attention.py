@@ -42,9 +42,8 @@ def eager_attention(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     saved = float(members["duration_ns"].sum())
     if not ctx.wall_ns or saved / ctx.wall_ns < params["min_impact"]:
         return []
-    kinds = members.groupby("chain")["name"].apply(
-        lambda names: "backward" if names.str.contains("[Bb]ackward").any() else "forward"
-    )
+    backward = members["name"].str.contains("[Bb]ackward").groupby(members["chain"]).any()
+    kinds = backward.map({True: "backward", False: "forward"})
     ranges = members["range"].value_counts()
     name = str(ranges.index[0]) if len(ranges) else ""
     top = members.groupby("name")["duration_ns"].sum().sort_values(ascending=False)

@@ -44,7 +44,7 @@ ELEMENTWISE = frozenset({"elementwise"})
 
 @dataclass(frozen=True)
 class FusionStep:
-    """Consecutive launches of one kernel: one operation."""
+    """Consecutive launches of one kernel: one operation of a chain."""
 
     name: str
     kind: str  # what its name says (kernel_facts)
@@ -52,9 +52,7 @@ class FusionStep:
     read_bytes: float  # NaN without ncu data
     write_bytes: float
     best_bytes_per_s: float
-    bounds: frozenset[str]
     min_dram_pct: float
-    tensor_pct: float
     ranges: frozenset[str]  # NVTX ranges of its launches ("" outside any)
 
     @property
@@ -64,15 +62,6 @@ class FusionStep:
     @property
     def elementwise(self) -> bool:
         return self.kind in ELEMENTWISE
-
-    @property
-    def fusable(self) -> bool:
-        """Memory-shaped: compute-bound, launch-bound and tensor-core kernels (convolutions,
-        real GEMMs) are not what this rule fuses away; without ncu data, only what the name
-        says is elementwise."""
-        if not self.has_bytes:
-            return self.elementwise
-        return not self.bounds & {"compute", "launch"} and self.tensor_pct < _TENSOR_IDLE_PCT
 
 
 @dataclass(frozen=True)
@@ -87,78 +76,131 @@ class ChainCost:
     by_names: bool
 
 
-def _step(run: Mapping[str, npt.NDArray[Any]], a: int, b: int) -> FusionStep:
-    """Launches a..b-1 of a stream (one kernel, back to back) as one operation."""
-    read, write = run["read_bytes"][a:b], run["write_bytes"][a:b]
-    return FusionStep(
-        name=str(run["name"][a]),
-        kind=str(run["kind"][a]),
-        duration_ns=float(run["duration_ns"][a:b].sum()),
-        read_bytes=float(read.sum()) if not np.isnan(read).any() else np.nan,
-        write_bytes=float(write.sum()) if not np.isnan(write).any() else np.nan,
-        best_bytes_per_s=float(run["best_bytes_per_s"][a:b].max()),
-        bounds=frozenset(str(x) for x in run["bound"][a:b] if x),
-        min_dram_pct=float(run["dram_pct"][a:b].min()),
-        tensor_pct=float(run["tensor_pct"][a:b].max()),
-        ranges=frozenset(str(r) for r in run["range"][a:b]),
+_HEAVY = ("compute", "launch")  # verdicts of kernels that are not what this rule fuses away
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """Every step (a run of one kernel, back to back on its stream) of the launch sequence as
+    arrays, found at once: a timeline holds tens of thousands of steps, and only the few in a
+    chain become FusionStep objects."""
+
+    # The launches are taken stream by stream (the first seen first), in launch order.
+    starts: npt.NDArray[np.int64]  # each step's first launch
+    ends: npt.NDArray[np.int64]
+    starts_segment: npt.NDArray[np.bool_]  # per step: first on its stream or since a sync
+    name: npt.NDArray[Any]
+    kind: npt.NDArray[Any]
+    duration_ns: npt.NDArray[np.float64]
+    read_bytes: npt.NDArray[np.float64]
+    write_bytes: npt.NDArray[np.float64]
+    best_bytes_per_s: npt.NDArray[np.float64]
+    heavy: npt.NDArray[np.bool_]  # a launch of it has a _HEAVY verdict
+    min_dram_pct: npt.NDArray[np.float64]
+    tensor_pct: npt.NDArray[np.float64]
+    ranges: npt.NDArray[Any]  # per launch
+
+    @property
+    def has_bytes(self) -> npt.NDArray[np.bool_]:
+        return ~(np.isnan(self.read_bytes) | np.isnan(self.write_bytes))
+
+    @property
+    def elementwise(self) -> npt.NDArray[np.bool_]:
+        return np.asarray(self.kind == "elementwise", dtype=bool)
+
+    @property
+    def fusable(self) -> npt.NDArray[np.bool_]:
+        """Memory-shaped: compute-bound, launch-bound and tensor-core kernels (convolutions,
+        real GEMMs) are not what this rule fuses away; without ncu data, only what the name
+        says is elementwise."""
+        metrics = ~self.heavy & (self.tensor_pct < _TENSOR_IDLE_PCT)
+        return np.where(self.has_bytes, metrics, self.elementwise)
+
+    def step(self, i: int) -> FusionStep:
+        a, b = int(self.starts[i]), int(self.ends[i])
+        return FusionStep(
+            name=str(self.name[i]),
+            kind=str(self.kind[i]),
+            duration_ns=float(self.duration_ns[i]),
+            read_bytes=float(self.read_bytes[i]),
+            write_bytes=float(self.write_bytes[i]),
+            best_bytes_per_s=float(self.best_bytes_per_s[i]),
+            min_dram_pct=float(self.min_dram_pct[i]),
+            ranges=frozenset(str(r) for r in self.ranges[a:b]),
+        )
+
+
+def _steps(sequence: pd.DataFrame, claimed: npt.NDArray[np.bool_] | None) -> _Steps:
+    """The sequence's steps, cut at host synchronisations and stream changes. `claimed`: the
+    launches another analysis reports (eager attention's score kernels), made unfusable."""
+    streams = sequence.groupby(["process_id", "stream"], sort=False, dropna=False).ngroup()
+    order = np.argsort(streams.to_numpy(), kind="stable")
+    stream = streams.to_numpy()[order]
+    names = sequence["name"].astype(str).to_numpy()[order]
+    starts_segment = sequence["synced_before"].to_numpy(dtype=bool)[order]
+    starts_segment[1:] |= stream[1:] != stream[:-1]
+    starts_segment[0] = True
+    starts_run = starts_segment.copy()
+    starts_run[1:] |= names[1:] != names[:-1]
+    starts = np.flatnonzero(starts_run)
+    ends = np.append(starts[1:], len(names))
+
+    def numbers(column: str, zero_nan: bool = True) -> npt.NDArray[np.float64]:
+        """A column in `order`; NaN (no ncu data) as 0 in a step's sums, maxima and minima,
+        except in its bytes, where it marks a step without byte counts."""
+        values = sequence[column].to_numpy(dtype="float64")[order]
+        return np.nan_to_num(values) if zero_nan else values
+
+    kind = sequence["kind"].to_numpy(dtype=object)[order]
+    read, write = numbers("read_bytes", False), numbers("write_bytes", False)
+    if claimed is not None and claimed.any():
+        mine = claimed[order]
+        kind = np.where(mine, "attention", kind)
+        read, write = np.where(mine, np.nan, read), np.where(mine, np.nan, write)
+    heavy = sequence["bound"].isin(_HEAVY).to_numpy()[order]
+    return _Steps(
+        starts=starts,
+        ends=ends,
+        starts_segment=starts_segment[starts],
+        name=names[starts],
+        kind=kind[starts],
+        # a NaN byte count makes its step's sum NaN: the step has no byte counts
+        duration_ns=_sums(numbers("duration_ns"), starts, ends),
+        read_bytes=_sums(read, starts, ends),
+        write_bytes=_sums(write, starts, ends),
+        best_bytes_per_s=np.maximum.reduceat(numbers("best_bytes_per_s"), starts),
+        heavy=np.logical_or.reduceat(heavy, starts),
+        min_dram_pct=np.minimum.reduceat(numbers("dram_pct"), starts),
+        tensor_pct=np.maximum.reduceat(numbers("tensor_pct"), starts),
+        ranges=sequence["range"].to_numpy(dtype=object)[order],
     )
 
 
-_STEP_COLUMNS = ("name", "kind", "bound", "range")
-_STEP_NUMBERS = ("duration_ns", "read_bytes", "write_bytes", "best_bytes_per_s", "dram_pct")
+def _sums(
+    values: npt.NDArray[np.float64], starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """Each step's sum of `values`. np.add.reduceat adds a step's launches one at a time,
+    ndarray.sum in pairs past a few: the steps of many launches (a few per timeline) are summed
+    the second way, so a step's bytes are the same to the last bit however it was found."""
+    sums = np.add.reduceat(values, starts)
+    for i in np.flatnonzero(ends - starts > 2).tolist():
+        sums[i] = values[starts[i] : ends[i]].sum()
+    return sums
 
 
-def _segments(stream: pd.DataFrame) -> list[list[FusionStep]]:
-    """The stream's launches cut at host synchronisations, each as a list of steps (runs of one
-    kernel), found with array operations: a stream holds tens of thousands of launches."""
-    if not len(stream):
-        return []
-    run: dict[str, npt.NDArray[Any]] = {c: stream[c].to_numpy(dtype=object) for c in _STEP_COLUMNS}
-    for c in (*_STEP_NUMBERS, "tensor_pct"):
-        run[c] = stream[c].to_numpy(dtype="float64")
-    # NaN (no ncu data) counts as 0 in a step's maxima and minima: done once per stream, not
-    # once per step (a BERT timeline has 30,000 steps)
-    for c in ("duration_ns", "best_bytes_per_s", "dram_pct", "tensor_pct"):
-        run[c] = np.nan_to_num(run[c])
-    synced = stream["synced_before"].to_numpy(dtype=bool)
-    names = stream["name"].astype(str).to_numpy()
-    starts_segment = synced.copy()
-    starts_segment[0] = True
-    starts_run = starts_segment | np.concatenate([[True], names[1:] != names[:-1]])
-    run_starts = np.flatnonzero(starts_run)
-    run_ends = np.append(run_starts[1:], len(names))
-    out: list[list[FusionStep]] = []
-    for a, b in zip(run_starts.tolist(), run_ends.tolist(), strict=True):
-        if starts_segment[a]:
-            out.append([])
-        out[-1].append(_step(run, a, b))
-    return out
-
-
-def _linked(a: FusionStep, b: FusionStep, params: Mapping[str, float]) -> bool:
-    if not (a.fusable and b.fusable):
-        return False
-    if a.has_bytes and b.has_bytes:
-        return bool(
-            a.write_bytes >= params["min_intermediate_bytes"]
-            and b.read_bytes >= params["min_read_fraction"] * a.write_bytes
+def _links(steps: _Steps, params: Mapping[str, float]) -> npt.NDArray[np.bool_]:
+    """Per pair of consecutive steps: whether the second continues a chain with the first.
+    Both fusable, in one segment, and: with byte counts, the second reads back at least
+    `min_read_fraction` of what the first wrote (at least `min_intermediate_bytes`); without,
+    both named as elementwise operations."""
+    fusable, has_bytes, elementwise = steps.fusable, steps.has_bytes, steps.elementwise
+    write, read = steps.write_bytes[:-1], steps.read_bytes[1:]
+    with np.errstate(invalid="ignore"):  # NaN bytes: the pair links by names instead
+        by_bytes = (write >= params["min_intermediate_bytes"]) & (
+            read >= params["min_read_fraction"] * write
         )
-    return a.elementwise and b.elementwise
-
-
-def _chains_in(steps: Sequence[FusionStep], params: Mapping[str, float]) -> list[list[FusionStep]]:
-    chains: list[list[FusionStep]] = []
-    current: list[FusionStep] = []
-    for step in steps:
-        if current and _linked(current[-1], step, params):
-            current.append(step)
-            continue
-        if len(current) >= 2:
-            chains.append(current)
-        current = [step]
-    if len(current) >= 2:
-        chains.append(current)
-    return chains
+    linked = np.where(has_bytes[:-1] & has_bytes[1:], by_bytes, elementwise[:-1] & elementwise[1:])
+    return fusable[:-1] & fusable[1:] & ~steps.starts_segment[1:] & linked
 
 
 def _kept(chain: Sequence[FusionStep], at_roof: float) -> bool:
@@ -167,15 +209,25 @@ def _kept(chain: Sequence[FusionStep], at_roof: float) -> bool:
     return all(s.elementwise for s in chain) or min(s.min_dram_pct for s in chain) < at_roof
 
 
-def chains(sequence: pd.DataFrame, params: Mapping[str, float]) -> list[list[FusionStep]]:
-    """The chains of the launch sequence, per process and stream. `params`:
-    FUSION_CANDIDATES's, complete (FUSION_CANDIDATES.params_of)."""
-    at_roof = params["at_roof_dram_pct"]
-    found: list[list[FusionStep]] = []
-    for _, stream in sequence.groupby(["process_id", "stream"], sort=False, dropna=False):
-        for steps in _segments(stream):
-            found += _chains_in(steps, params)
-    return [c for c in found if _kept(c, at_roof)]
+def chains(
+    sequence: pd.DataFrame,
+    params: Mapping[str, float],
+    claimed: npt.NDArray[np.bool_] | None = None,
+) -> list[list[FusionStep]]:
+    """The chains of the launch sequence, per process and stream: the longest runs of linked
+    steps, two steps or more. `params`: FUSION_CANDIDATES's, complete
+    (FUSION_CANDIDATES.params_of); `claimed`: launches left to another analysis."""
+    if not len(sequence):
+        return []
+    steps = _steps(sequence, claimed)
+    edges = np.diff(np.concatenate([[0], _links(steps, params).astype(np.int8), [0]]))
+    found = []
+    # a run of links from step `first` to step `last` - 1 chains steps first..last
+    for first, last in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True):
+        chain = [steps.step(i) for i in range(int(first), int(last) + 1)]
+        if _kept(chain, params["at_roof_dram_pct"]):
+            found.append(chain)
+    return found
 
 
 def _cost(chain: Sequence[FusionStep], ceiling: float) -> ChainCost:
@@ -191,24 +243,13 @@ def _cost(chain: Sequence[FusionStep], ceiling: float) -> ChainCost:
     return ChainCost(time_ns, moved, intermediate, max(time_ns - fused_ns, 0.0), stream_bw, False)
 
 
-def _without_attention(ctx: ProgramContext) -> pd.DataFrame:
-    """The launch sequence with eager attention's score kernels made unfusable: the
-    eager-attention finding claims them (its fix, fused attention, removes them)."""
-    inside, _ = ctx.attention
-    if not inside.any():
-        return ctx.launches
-    seq = ctx.launches.copy()
-    seq.loc[inside, "kind"] = "attention"
-    seq.loc[inside, ["read_bytes", "write_bytes"]] = np.nan
-    return seq
-
-
 def fusion_candidates(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     ceiling = ctx.measured_dram_ceiling.bytes_per_s if ctx.measured_dram_ceiling else 0.0
     params = FUSION_CANDIDATES.params_of(rule)
     costs: dict[tuple[str, ...], list[ChainCost]] = defaultdict(list)
     ranges: dict[tuple[str, ...], set[str]] = defaultdict(set)
-    for chain in chains(_without_attention(ctx), params):
+    inside, _ = ctx.attention  # eager attention's score kernels are its finding's
+    for chain in chains(ctx.launches, params, inside):
         names = tuple(step.name for step in chain)
         ranges[names].update(*(step.ranges for step in chain))
         costs[names].append(_cost(chain, ceiling))

@@ -91,8 +91,10 @@ def _from_signature(frame: pd.DataFrame, profiled: Mapping[str, KernelDiagnosis]
 
 
 def _kinds(names: pd.Series) -> list[str]:
-    kinds = {n: parse_kernel_name(n).kind or "" for n in names.unique()}
-    return [kinds[n] for n in names]
+    """Each launch's kernel_facts kind, parsed once per distinct name."""
+    codes, distinct = pd.factorize(names, use_na_sentinel=False)
+    kinds = np.array([parse_kernel_name(n).kind or "" for n in distinct], dtype=object)
+    return list(kinds[codes].tolist())
 
 
 def from_timeline(ctx: ProgramContext) -> pd.DataFrame:

@@ -13,10 +13,11 @@ Users fix their steady state, not their start-up. The region is, in this order:
 5. when nothing repeats, everything from the first kernel launch on: the host's work before it
    (imports, model construction, CUDA initialisation, module loading) is start-up, summarised
    and never ranked (the whole timeline when no kernel ran).
-Leading iterations that are slower than the steady ones, or launch other kernels (autotuning,
-compilation, lazy loading, allocator growth), are warm-up and left out. An iteration runs from
-its start to the start of the next, so host work between iterations (data loading, logging)
-belongs to the iteration it delays.
+Three repetitions make a loop; two count where nothing repeats three times (a script that
+runs its step twice). Leading iterations that are slower than the steady ones, or launch other
+kernels (autotuning, compilation, lazy loading, allocator growth), are warm-up and left out.
+An iteration runs from its start to the start of the next, so host work between iterations
+(data loading, logging) belongs to the iteration it delays.
 """
 
 from __future__ import annotations

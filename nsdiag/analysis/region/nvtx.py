@@ -15,7 +15,12 @@ import re
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.region.steady import MIN_ITERATIONS, iteration_region, steady
+from nsdiag.analysis.region.steady import (
+    FEW_ITERATIONS,
+    MIN_ITERATIONS,
+    iteration_region,
+    steady,
+)
 from nsdiag.analysis.region.windows import (
     IntArray,
     Iteration,
@@ -66,12 +71,16 @@ def _top_level(nvtx: pd.DataFrame) -> pd.DataFrame:
 
 
 def nvtx_candidates(
-    nvtx: pd.DataFrame, launches: IntArray, only: str | None = None
+    nvtx: pd.DataFrame,
+    launches: IntArray,
+    only: str | None = None,
+    least: int = MIN_ITERATIONS,
 ) -> list[tuple[int, str, list[Iteration]]]:
     """Top-level NVTX ranges (or the one asked for, at any depth) that repeat without
-    overlapping, with their instances as iterations, most kernel launches first. An instance
-    runs to the start of the next where the instances follow one another closely (a loop whose
-    body is the range); where other work sits between them, each instance is its own window."""
+    overlapping (`least` times or more), with their instances as iterations, most kernel
+    launches first. An instance runs to the start of the next where the instances follow one
+    another closely (a loop whose body is the range); where other work sits between them, each
+    instance is its own window."""
     frame = (nvtx if only else _top_level(nvtx)).assign(
         base=lambda f: f["name"].astype(str).map(base_name)
     )
@@ -82,7 +91,7 @@ def nvtx_candidates(
         group = group.sort_values("start_ns")
         starts = group["start_ns"].to_numpy("int64")
         ends = group["end_ns"].to_numpy("int64")
-        if len(group) < (1 if only else MIN_ITERATIONS) or np.any(starts[1:] < ends[:-1]):
+        if len(group) < (1 if only else least) or np.any(starts[1:] < ends[:-1]):
             continue
         tight = (ends - starts).sum() >= TIGHT_LOOP * (ends[-1] - starts[0])
         stops = np.append(starts[1:], ends[-1]) if tight else ends
@@ -114,7 +123,10 @@ def annotated_window(nvtx: pd.DataFrame, launches: IntArray) -> tuple[Window, li
 def nvtx_region(nvtx: pd.DataFrame, launches: IntArray, bounds: Window) -> Region | None:
     if not len(nvtx):
         return None
-    candidates = nvtx_candidates(nvtx, launches)
+    # a range that runs twice is the short run's step only where none runs three times
+    candidates = nvtx_candidates(nvtx, launches) or nvtx_candidates(
+        nvtx, launches, least=FEW_ITERATIONS
+    )
     single = len(candidates) == 1 or (
         len(candidates) > 1 and candidates[1][0] < MAX_VARIANTS_SHARE * candidates[0][0]
     )

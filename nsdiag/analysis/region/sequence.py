@@ -8,7 +8,12 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.region.steady import MIN_ITERATIONS, iteration_region, steady
+from nsdiag.analysis.region.steady import (
+    FEW_ITERATIONS,
+    MIN_ITERATIONS,
+    iteration_region,
+    steady,
+)
 from nsdiag.analysis.region.windows import (
     BoolArray,
     IntArray,
@@ -43,22 +48,24 @@ def _signature_codes(kernels: pd.DataFrame, synced: BoolArray) -> IntArray:
     return codes.astype("int64")
 
 
-def _candidate_periods(codes: IntArray) -> list[int]:
+def _candidate_periods(codes: IntArray, least: int) -> list[int]:
     """Spacings between repeats of each signature that occur often: the loop's period is among
-    them."""
+    them. For a loop of two repetitions, most of a period's launches recur one period later
+    (a spacing seen twice would make every pair of equal launches a candidate)."""
     order = np.argsort(codes, kind="stable")
     same = codes[order][1:] == codes[order][:-1]
     spacing = (order[1:] - order[:-1])[same]
     if not len(spacing):
         return []
     values, counts = np.unique(spacing, return_counts=True)
-    keep = values[(counts >= MIN_ITERATIONS - 1) & (values * MIN_ITERATIONS <= len(codes))]
+    often = counts >= (least - 1 if least >= MIN_ITERATIONS else MIN_MATCH * values)
+    keep = values[often & (values * least <= len(codes))]
     return sorted(int(v) for v in keep if v > 0)
 
 
-def _periodic_stretches(codes: IntArray, period: int) -> list[Window]:
+def _periodic_stretches(codes: IntArray, period: int, least: int) -> list[Window]:
     """Stretches [a, b) of launches that repeat one period later (MIN_MATCH of each
-    period-long window), at least MIN_ITERATIONS periods long."""
+    period-long window), at least `least` periods long."""
     n = len(codes)
     match = np.zeros(n, dtype="float64")
     match[period:] = codes[period:] == codes[:-period]
@@ -68,7 +75,7 @@ def _periodic_stretches(codes: IntArray, period: int) -> list[Window]:
     stretches = []
     for start, stop in zip(edges[::2], edges[1::2], strict=True):
         a, b = max(int(start) - period, 0), min(int(stop) + period - 1, n)
-        if b - a >= MIN_ITERATIONS * period:
+        if b - a >= least * period:
             stretches.append((a, b))
     return stretches
 
@@ -89,7 +96,9 @@ def _cut(launches: IntArray, ends: IntArray, period: int, a: int, b: int) -> lis
         # loop's), nor past the launch after the stretch
         start = int(launches[last])
         typical = float(windows[-1][1] - windows[-1][0])  # its predecessor (past warm-up)
-        end = max(int(ends[last : last + period].max()) + 1, start + int(typical))
+        own = int(ends[last : last + period].max()) + 1
+        # of two repetitions the one before may be warm-up: no guide to the last one's length
+        end = max(own, start + int(typical)) if len(windows) > 1 else own
         end = min(end, start + int(LAST_AT_MOST * typical))
         if b < len(launches):
             end = min(end, int(launches[b]))
@@ -99,22 +108,23 @@ def _cut(launches: IntArray, ends: IntArray, period: int, a: int, b: int) -> lis
 
 
 def sequence_iterations(
-    kernels: pd.DataFrame, synced: BoolArray, launches: IntArray
+    kernels: pd.DataFrame, synced: BoolArray, launches: IntArray, least: int = MIN_ITERATIONS
 ) -> tuple[int, list[Iteration]] | None:
     """Iterations from the repeating kernel sequence. Of the stretches that repeat with some
     period and take at least MAIN_LOOP_SHARE of the time of the longest-running one (a main
     loop, not a phase's short inner loop), the one ending last: a program's steady state comes
-    after its warm-up, autotuning and compilation loops. Ties go to the shortest period."""
+    after its warm-up, autotuning and compilation loops. Ties go to the shortest period. A loop
+    repeats `least` times or more."""
     codes = _signature_codes(kernels, synced)
-    if len(codes) < 2 * MIN_ITERATIONS:
+    if len(codes) < 2 * least:
         return None
     ends = pd.to_numeric(kernels["end_ns"], errors="coerce").fillna(0).to_numpy("int64")
     ends = np.maximum(ends, launches)
     found = []
-    for period in _candidate_periods(codes):
-        for a, b in _periodic_stretches(codes, period):
+    for period in _candidate_periods(codes, least):
+        for a, b in _periodic_stretches(codes, period, least):
             iterations = _cut(launches, ends, period, a, b)
-            if len(iterations) >= MIN_ITERATIONS:
+            if len(iterations) >= least:
                 found.append((sum(i.wall_ns for i in iterations), period, iterations))
     if not found:
         return None
@@ -128,7 +138,11 @@ def sequence_iterations(
 def sequence_region(
     kernels: pd.DataFrame, launches: IntArray, api: pd.DataFrame, bounds: Window
 ) -> Region | None:
-    found = sequence_iterations(kernels, synced_before(launches, api), launches)
+    synced = synced_before(launches, api)
+    # a sequence that runs twice is the short run's step only where none runs three times
+    found = sequence_iterations(kernels, synced, launches) or sequence_iterations(
+        kernels, synced, launches, FEW_ITERATIONS
+    )
     if found is None:
         return None
     period, iterations = found

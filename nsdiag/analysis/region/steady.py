@@ -8,7 +8,10 @@ import pandas as pd
 
 from nsdiag.analysis.region.windows import Iteration, Region, Window, ms
 
-MIN_ITERATIONS = 3  # fewer repeats are not a loop
+MIN_ITERATIONS = 3  # repeats that make a loop
+# A short run's repeats (a script that runs its step twice): iterations only where nothing repeats
+# MIN_ITERATIONS times, so a loop is never cut into pairs of its parts.
+FEW_ITERATIONS = 2
 WARMUP_SLOWER = 1.25  # an iteration this much slower than the steady median is warm-up
 REGULAR_SPREAD = 1.5  # steady iterations: 75th over 25th percentile of their wall times
 # Many iterations that each launch the same number of kernels are a loop even when the host's
@@ -47,9 +50,11 @@ def _regular(iterations: list[Iteration]) -> bool:
 
 def steady(iterations: list[Iteration]) -> tuple[list[Iteration], list[Iteration]] | None:
     """Warm-up and steady iterations, or None when what is left is too short or irregular to
-    be a loop's steady state."""
+    be a loop's steady state. Of two iterations the first is warm-up when it is slower, and the
+    second is the steady state alone."""
     warmup, rest = split_warmup(iterations)
-    if len(rest) < 2 or not _regular(rest):
+    short_run = len(iterations) == FEW_ITERATIONS and len(rest) == 1
+    if (len(rest) < 2 and not short_run) or not _regular(rest):
         return None
     return warmup, rest
 

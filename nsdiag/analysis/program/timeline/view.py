@@ -22,8 +22,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.program.timeline.attribution import sync_claims
-from nsdiag.analysis.program.timeline.nvtx import UNNAMED
-from nsdiag.analysis.program.user_range import program_ranges
+from nsdiag.analysis.program.user_range import activity_ranges
 from nsdiag.model.ranks import is_communication, rank_of, session_ranks
 from nsdiag.model.session import Session
 
@@ -67,7 +66,7 @@ def prepare(session: Session, windows: Sequence[tuple[int, int]] | None = None) 
     if lanes and "rank" in timeline:
         timeline = timeline.assign(device=rank_of(timeline))
     talk = _communication(timeline)
-    acts = _activities(timeline[~talk])
+    acts = _activities(timeline[~talk], session.nvtx_ranges)
     segments = _segments(acts)
     spans = {
         int(cast(int, d)): (int(g["start_ns"].to_numpy().min()), int(g["end_ns"].to_numpy().max()))
@@ -156,7 +155,7 @@ _KEEP = {
 }
 
 
-def _activities(timeline: pd.DataFrame) -> pd.DataFrame:
+def _activities(timeline: pd.DataFrame, nvtx: pd.DataFrame | None = None) -> pd.DataFrame:
     """The columns the analyses use, as numpy-backed columns sorted by (device, start), with a
     `stage` ('h2d', 'd2h', 'kernel' or '') and a `segment` id. Copying only these columns keeps a
     million-row timeline cheap."""
@@ -171,7 +170,7 @@ def _activities(timeline: pd.DataFrame) -> pd.DataFrame:
     cols["end_ns"] = np.maximum(cols["end_ns"], cols["start_ns"])
     order = np.lexsort((cols["end_ns"], cols["start_ns"], cols["device"]))
     acts = pd.DataFrame({c: v[order] for c, v in cols.items()})
-    extra = _labels(timeline, order)
+    extra = _labels(timeline, order, nvtx)
     acts = pd.concat(
         [
             acts,
@@ -188,12 +187,15 @@ def _activities(timeline: pd.DataFrame) -> pd.DataFrame:
     return acts
 
 
-def _labels(timeline: pd.DataFrame, order: npt.NDArray[np.intp]) -> dict[str, np.ndarray]:
+def _labels(
+    timeline: pd.DataFrame, order: npt.NDArray[np.intp], nvtx: pd.DataFrame | None = None
+) -> dict[str, np.ndarray]:
     """Kind, NVTX range, copy kinds, bytes and pipeline stage of each activity, in `order`.
     String columns stay numpy object arrays (no per-row string dtype conversion); `range_code`
-    is an integer twin of `range` for fast grouping."""
+    is an integer twin of `range` for fast grouping. The range is the program's own around
+    the launch (user_range.py), never a library's."""
     kind = _objects(timeline, "kind", "")[order]
-    rng = program_ranges(_objects(timeline, "nvtx_range", UNNAMED)[order])
+    rng = activity_ranges(timeline, nvtx)[order]
     codes, _ = pd.factorize(rng)
     extra: dict[str, np.ndarray] = {"kind": kind, "range": rng, "range_code": codes.astype("int64")}
     for column in ("copy_kind", "src_kind", "dst_kind"):
