@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.region.steady import (
@@ -80,14 +81,22 @@ def _periodic_stretches(codes: IntArray, period: int, least: int) -> list[Window
     return stretches
 
 
-def _cut(launches: IntArray, ends: IntArray, period: int, a: int, b: int) -> list[Iteration]:
+def _cut(
+    launches: IntArray,
+    ends: IntArray,
+    period: int,
+    a: int,
+    b: int,
+    host_gap: npt.NDArray[np.int64] | None = None,
+) -> list[Iteration]:
     """Iterations of a periodic stretch, cut where the host paused longest between launches.
     Each runs from its first launch to the next one's; the last complete one, which has no next,
     about as long as the others (below), so a loop of three repetitions gives three
-    iterations."""
-    host_gap = np.diff(launches, prepend=launches[0])
-    scores = [float(np.median(host_gap[a + o : b : period])) for o in range(period)]
-    cuts = list(range(a + int(np.argmax(scores)), b, period))
+    iterations. `host_gap`: the gaps between launches, np.diff(launches) with a leading 0
+    (computed once by the caller: it weighs thousands of stretches)."""
+    if host_gap is None:
+        host_gap = np.diff(launches, prepend=launches[0])
+    cuts = list(range(a + int(np.argmax(_offset_medians(host_gap[a:b], period))), b, period))
     windows = [(int(launches[i]), int(launches[j])) for i, j in itertools.pairwise(cuts)]
     last = cuts[-1]
     if last + period <= b and windows:
@@ -107,6 +116,20 @@ def _cut(launches: IntArray, ends: IntArray, period: int, a: int, b: int) -> lis
     return as_iterations(windows, launches, ordered=True)  # launch order: sorted
 
 
+def _offset_medians(gaps: npt.NDArray[np.int64], period: int) -> npt.NDArray[np.float64]:
+    """Per offset o in a period: the median of gaps[o::period], all offsets at once (the rows of
+    a period-wide matrix; the first `rem` offsets have one gap more)."""
+    rows, rem = divmod(len(gaps), period)
+    if rows == 0:
+        return np.array([float(np.median(gaps[o::period])) for o in range(period)])
+    full = gaps[: rows * period].reshape(rows, period)
+    out = np.empty(period)
+    if rem:
+        out[:rem] = np.median(np.vstack([full[:, :rem], gaps[rows * period :]]), axis=0)
+    out[rem:] = np.median(full[:, rem:], axis=0)
+    return out
+
+
 def sequence_iterations(
     kernels: pd.DataFrame, synced: BoolArray, launches: IntArray, least: int = MIN_ITERATIONS
 ) -> tuple[int, list[Iteration]] | None:
@@ -121,9 +144,10 @@ def sequence_iterations(
     ends = pd.to_numeric(kernels["end_ns"], errors="coerce").fillna(0).to_numpy("int64")
     ends = np.maximum(ends, launches)
     found = []
+    host_gap = np.diff(launches, prepend=launches[0]) if len(launches) else launches
     for period in _candidate_periods(codes, least):
         for a, b in _periodic_stretches(codes, period, least):
-            iterations = _cut(launches, ends, period, a, b)
+            iterations = _cut(launches, ends, period, a, b, host_gap)
             if len(iterations) >= least:
                 found.append((sum(i.wall_ns for i in iterations), period, iterations))
     if not found:
