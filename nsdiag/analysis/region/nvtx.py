@@ -29,7 +29,7 @@ from nsdiag.analysis.region.windows import (
     as_iterations,
     counts,
 )
-from nsdiag.model.nvtx_owners import is_library_range
+from nsdiag.model.nvtx_owners import library_flags
 
 TIGHT_LOOP = 0.8  # instances covering this share of their span follow one another
 MAX_VARIANTS_SHARE = 0.2  # a second repeating range with more launches than this is a variant
@@ -56,9 +56,8 @@ def user_ranges(nvtx: pd.DataFrame) -> pd.DataFrame:
         if "domain" in nvtx
         else pd.Series("", index=nvtx.index)
     )
-    pairs = pd.Series(list(zip(nvtx["name"].astype(str), domains.astype(str), strict=True)))
-    library = {p: is_library_range(*p) for p in set(pairs)}
-    keep = ~pairs.map(library).to_numpy(dtype=bool)
+    flags = library_flags(nvtx["name"].astype(str).tolist(), domains.astype(str).tolist())
+    keep = ~np.asarray(flags, dtype=bool)
     mine: pd.DataFrame = nvtx[keep]
     return mine
 
