@@ -50,6 +50,13 @@ class Round:
     skip_before_match: int = 0
 
 
+# What leaving a chosen signature unprofiled costs, in runs of the program per share of GPU time:
+# 10% of the region's kernel time is worth one more ncu run of the program. Before, a signature
+# left out cost as much as profiling every launch of it under the full set, so the planner took
+# a second run (a whole program start under ncu, 14-28 s on the H200) for 2% of GPU time.
+UNPROFILED_RUNS_PER_SHARE = 10.0
+
+
 @dataclass(frozen=True)
 class PlanSettings:
     """What the plan aims at and may spend: coverage and the cap on signatures (choosing), launch
@@ -69,7 +76,7 @@ class PlanSettings:
     before_match: bool = True
     # what leaving a chosen signature unprofiled costs, in runs of the program per share of GPU
     # time (see UNPROFILED_RUNS_PER_SHARE); a large value makes coverage win, the old policy
-    unprofiled_runs_per_share: float = 10.0
+    unprofiled_runs_per_share: float = UNPROFILED_RUNS_PER_SHARE
 
 
 # The planner weighs thousands of candidate runs over the same launches and the same few name
@@ -224,13 +231,6 @@ def round_s(r: Round, settings: PlanSettings) -> float:
     """A run's estimated seconds: the program's own run time up to its last planned launch (to
     the end with --run-to-end) plus each profiled launch."""
     return settings.program_s * r.reach + r.launches * settings.seconds_per_launch
-
-
-# What leaving a chosen signature unprofiled costs, in runs of the program per share of GPU time:
-# 10% of the region's kernel time is worth one more ncu run of the program. Before, a signature
-# left out cost as much as profiling every launch of it under the full set, so the planner took
-# a second run (a whole program start under ncu, 14-28 s on the H200) for 2% of GPU time.
-UNPROFILED_RUNS_PER_SHARE = 10.0  # PlanSettings.unprofiled_runs_per_share's default
 
 
 def _unprofiled_s(left: Sequence[Signature], settings: PlanSettings) -> float:
