@@ -8,34 +8,18 @@ programs under tests/data/programs."""
 from __future__ import annotations
 
 import json
-from functools import cache
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
 
-import nsdiag
-from nsdiag.analysis.diff import Diff, compare
-from nsdiag.analysis.engine import diagnose
 from nsdiag.render.diff.charts import waterfall
 from nsdiag.render.diff.markdown import render_diff_markdown
 from nsdiag.render.diff.text import render_diff_text
-from tests.conftest import DATA
+from tests.test_diff_demo import diff  # one cached diagnosis per recording
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/diff.schema.json").read_text())
 FP32, BF16 = "third_party/vit_fp32", "third_party/vit_bf16.sqlite.gz"
-
-
-@cache
-def side(recording: str, region: str = "auto") -> tuple[tuple[str, ...], Any, Any]:
-    session = nsdiag.load(DATA / recording)
-    return (recording,), session, diagnose(session, region=region)
-
-
-@cache
-def diff(before: str, after: str, before_region: str = "auto", after_region: str = "auto") -> Diff:
-    return compare(side(before, before_region), side(after, after_region))
 
 
 def test_fp32_gemms_are_matched_to_their_bf16_kernels() -> None:

@@ -101,3 +101,21 @@ def cuda_graph(step: Callable[[], T], warmup: int = 3) -> Callable[[], T]:
         return static_out
 
     return replay
+
+
+def init_distributed(device_name: str) -> tuple[torch.device, int]:
+    """Join the launcher's process group: NCCL on this rank's GPU (LOCAL_RANK), gloo on the CPU
+    (a smoke test). Returns the device and the local rank."""
+    import os
+
+    import torch.distributed as dist
+
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if device_name == "cuda":
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+        dist.init_process_group("nccl", device_id=device)
+    else:
+        device = torch.device("cpu")
+        dist.init_process_group("gloo")
+    return device, local_rank

@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import argparse
 import functools
-import os
 
 import numpy as np
 import torch
 import torch.distributed as dist
-from _common import IterationTimer, add_common_args, nvtx, report
+from _common import IterationTimer, add_common_args, init_distributed, nvtx, report
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
@@ -82,14 +81,7 @@ def main() -> None:
     args = parse_args()
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if args.device == "cuda":
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
-        dist.init_process_group("nccl", device_id=device)
-    else:
-        device = torch.device("cpu")
-        dist.init_process_group("gloo")
+    device, local_rank = init_distributed(args.device)
     rank, world = dist.get_rank(), dist.get_world_size()
     width = 64 if args.smoke else 768
     tokens = 32 if args.smoke else args.tokens

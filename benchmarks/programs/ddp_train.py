@@ -20,7 +20,6 @@ Every rank prints one `NSDIAG_RESULT` line (its rank in it).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from _common import IterationTimer, add_common_args, nvtx, report
+from _common import IterationTimer, add_common_args, init_distributed, nvtx, report
 from torch.nn.parallel import DistributedDataParallel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workloads"))
@@ -59,14 +58,7 @@ def extra_gpu_work(ms: float, device: torch.device) -> None:
 
 def main() -> None:
     args = parse_args()
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if args.device == "cuda":
-        torch.cuda.set_device(local_rank)
-        device = torch.device("cuda", local_rank)
-        dist.init_process_group("nccl", device_id=device)
-    else:
-        device = torch.device("cpu")
-        dist.init_process_group("gloo")
+    device, local_rank = init_distributed(args.device)
     rank = dist.get_rank()
     width, heads, seq = (64, 4, 32) if args.smoke else (768, 12, args.seq)
     torch.manual_seed(0)  # the same initial weights on every rank
