@@ -220,9 +220,20 @@ def fakes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     return paths
 
 
-def calls(fakes: dict[str, Path]) -> list[list[str]]:
-    return (
+def calls(fakes: dict[str, Path], launched: bool = False) -> list[list[str]]:
+    """The fake tools' argv, in order; without `launched`, not the `ncu --mode launch` that
+    started phase 2's program beside phase 1 (collect/standby.py)."""
+    made = (
         [json.loads(line) for line in fakes["calls"].read_text().splitlines()]
         if fakes["calls"].exists()
         else []
     )
+    return made if launched else [c for c in made if c[:2] != ["--mode", "launch"]]
+
+
+def unattached(argv: list[str]) -> list[str]:
+    """A targeted run's argv as the fake logged it, with an attach (`--mode attach --hostname H
+    --port P --max-connections N`) taken out: what the plan's round holds, less the program."""
+    if argv[:2] != ["--mode", "attach"]:
+        return argv
+    return argv[8:]

@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 import nsdiag
-from nsdiag.collect.options import ProfileOptions
+from nsdiag.collect import argv
+from nsdiag.collect.options import NullProgress, ProfileOptions
 from nsdiag.collect.profile import profile
 from nsdiag.collect.program import resolve_program
 from nsdiag.errors import InputError, MissingDependencyError, ProfilerError
@@ -64,21 +65,25 @@ def test_profile_end_to_end_with_fakes(fakes: dict[str, Path], tmp_path: Path) -
     assert not any(label.startswith("_Z") for label in labels)
     root = result.session_dir
     assert root == tmp_path / "sessions/my session"
-    made = calls(fakes)
+    made = calls(fakes, launched=True)
+    # phase 2's program was started first, held by ncu until the first targeted run attached
+    launched = [c for c in made if c[:2] == ["--mode", "launch"]]
+    assert len(launched) == 1 and launched[0][-3:] == [sys.executable, str(fakes["script"]), "0"]
+    port = int(launched[0][launched[0].index("--port") + 1])
+    made = [c for c in made if c not in launched]
     assert made[0][:2] == ["nsys", "profile"] and made[1][:2] == ["nsys", "export"]
     targeted = [c for c in made if "--section" in c]
-    assert targeted == [list(r.argv[1:]) for r in result.plan.rounds]
-    assert targeted[0][-3:] == [
-        sys.executable,
-        str(fakes["script"]),
-        "0",
-    ]  # spaces survive as one argument
+    program = [sys.executable, str(fakes["script"]), "0"]  # spaces survive as one argument
+    assert targeted[0] == argv.ncu_attach(result.plan.rounds[0].argv, program, port, 4)[1:]
+    assert targeted[1:] == [list(r.argv[1:]) for r in result.plan.rounds[1:]]
+    assert list(result.plan.rounds[0].argv[-3:]) == program
     # the fake prints 3 progress lines: the run ends once the planned launches are among them
     planned = result.plan.rounds[0].launches
     assert "step 1 loss 2.5" in notes and f"done {min(planned, 3)}" in notes
     status = json.loads((tmp_path / "sessions/my session/status.json").read_text())
     step = next(s for s in status["steps"] if s["name"] == "2-targeted-1")
     assert step.get("ended_early", False) == (planned < 3), (planned, step)
+    assert step["attached_after_s"] > 0 and status["breakdown"]["ncu_runs"][0]["attached_after_s"]
     for name in (
         "command.json",
         "env.json",
@@ -91,6 +96,7 @@ def test_profile_end_to_end_with_fakes(fakes: dict[str, Path], tmp_path: Path) -
         "reports/targeted-1.details.csv",
         "logs/1-timeline.log",
         "logs/2-targeted-1.log",
+        "logs/2-standby.log",
     ):
         assert (root / name).exists(), name
     status = json.loads((root / "status.json").read_text())
@@ -109,6 +115,69 @@ def test_profile_end_to_end_with_fakes(fakes: dict[str, Path], tmp_path: Path) -
     from nsdiag.analysis.engine import diagnose
 
     assert diagnose(session).kernels
+
+
+def test_sequential_starts_the_program_once_per_phase(
+    fakes: dict[str, Path], tmp_path: Path
+) -> None:
+    result = profile([str(fakes["script"]), "0"], options(fakes, tmp_path, sequential=True))
+    made = calls(fakes)
+    assert not [c for c in made if "--mode" in c]
+    targeted = [c for c in made if "--section" in c]
+    assert targeted == [list(r.argv[1:]) for r in result.plan.rounds]
+    status = json.loads((result.session_dir / "status.json").read_text())
+    assert all("attached_after_s" not in s for s in status["steps"])
+
+
+@pytest.mark.parametrize("fault", ["FAKE_ATTACH", "FAKE_LAUNCH"])
+def test_a_failed_attach_starts_the_program_again(
+    fakes: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str
+) -> None:
+    """The attach fails, or the waiting program ended before phase 2 (it failed at start-up
+    under ncu's launcher, say): the round starts the program as before."""
+    monkeypatch.setenv(fault, "fail" if fault == "FAKE_ATTACH" else "die")
+    notes: list[str] = []
+
+    class Recorder(NullProgress):
+        def note(self, text: str) -> None:
+            notes.append(text)
+
+    result = profile([str(fakes["script"]), "0"], options(fakes, tmp_path), Recorder())
+    status = json.loads((result.session_dir / "status.json").read_text())
+    names = [s["name"] for s in status["steps"] if s["name"].startswith("2-")]
+    if fault == "FAKE_ATTACH":  # tried, then started again
+        assert names[:2] == ["2-targeted-1", "2-targeted-1-restarted"]
+        assert any("attaching to the waiting program failed" in n for n in notes), notes
+    else:  # nothing waiting any more: started at once
+        assert names[0] == "2-targeted-1" and "attached_after_s" not in status["steps"][2]
+    targeted = [c for c in calls(fakes) if "--section" in c]
+    assert targeted[-len(result.plan.rounds) :] == [list(r.argv[1:]) for r in result.plan.rounds]
+    # what the fake's recorded export lacks, as without the fault; nothing about the attach
+    assert status["error"] is None and not any("profiled none" in m for m in status["missing"])
+    assert len(nsdiag.load(result.session_dir).kernels) > 0
+
+
+def test_the_waiting_program_is_ended_when_phase_2_does_not_run(
+    fakes: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Phase 1 fails (the program exits non-zero under nsys): the program ncu holds is ended,
+    not left waiting for an attach that never comes."""
+    with pytest.raises(ProfilerError):
+        profile([str(fakes["script"]), "5"], options(fakes, tmp_path))
+    launched = [c for c in calls(fakes, launched=True) if c[:2] == ["--mode", "launch"]]
+    assert len(launched) == 1
+    port = launched[0][launched[0].index("--port") + 1]
+    waiting = fakes["calls"].parent / f"fake-ncu-{port}.waiting"
+    pid = int(waiting.read_text())
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 @pytest.mark.parametrize("query, targeted", [("fail", "ok"), ("ok", "refuse")])

@@ -89,6 +89,9 @@ def test_sigterm_in_phase_1_says_nothing_was_recorded(
     assert "interrupted by SIGTERM during phase 1 (timeline)" in done.stderr
     assert "nothing was recorded" in done.stderr
     assert children and not any(_alive(p) for p in children)
+    # phase 2's program, started beside phase 1 and held by ncu, is ended too
+    waiting = list(fakes["calls"].parent.glob("fake-ncu-*.waiting"))
+    assert waiting and not any(_alive(int(w.read_text())) for w in waiting)
     assert not (root / "session.json").exists()  # no timeline: nothing to tabulate
     status = json.loads((root / "status.json").read_text())
     assert (

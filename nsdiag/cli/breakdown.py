@@ -35,6 +35,10 @@ def _run_line(run: Mapping[str, Any]) -> str:
             f"about {run['replay_s_est']:.0f} s replaying, {run.get('program_s_est', 0):.0f} s "
             "the program under ncu"
         )
+    if run.get("attached_after_s") is not None:
+        parts.append(
+            f"attached to the program started beside phase 1 {run['attached_after_s']:.0f} s before"
+        )
     ok = "" if run.get("ok", True) else " (failed or stopped)"
     return f"  ncu run {run.get('step')}{ok}: " + ", ".join(parts)
 

@@ -117,6 +117,13 @@ if TYPE_CHECKING:
     "its planned launches are profiled; use this for programs that must not be stopped half-way)",
 )
 @click.option(
+    "--sequential",
+    is_flag=True,
+    help="start phase 2's program only after phase 1 (default for a Python script: ncu starts "
+    "it beside phase 1 and holds it at its first CUDA call until the plan is made, so its "
+    "start-up is not paid twice; use this when two copies must not start at once)",
+)
+@click.option(
     "-v", "--verbose", is_flag=True, help="print where the time went (status.json's breakdown)"
 )
 @rules_option
@@ -138,6 +145,7 @@ def profile(
     rank: int,
     budget: float | None,
     run_to_end: bool,
+    sequential: bool,
     verbose: bool,
     rule_dirs: tuple[Path, ...],
     dry_run: bool,
@@ -180,6 +188,7 @@ def profile(
         rank=rank,
         budget_s=budget,
         run_to_end=run_to_end,
+        sequential=sequential,
     )
     if dry_run:
         steps, notes = plan_commands(program, options)

@@ -139,6 +139,45 @@ def _ncu_run(
     return [*head, *one_rank(devices), *tail, *program]
 
 
+def ncu_launch(ncu: str | Path, program: Sequence[str], port: int, connections: int) -> list[str]:
+    """Phase 2's program started ahead (collect/standby.py): ncu starts it and suspends it at its
+    first CUDA call until an ncu attaches on `port` (`--mode launch`). Only the program's own
+    process is injected: the attaching ncu profiles one process, and DataLoader workers need no
+    CUDA."""
+    return [
+        str(ncu),
+        "--mode",
+        "launch",
+        "--target-processes",
+        "application-only",
+        *_ports(port, connections),
+        *program,
+    ]
+
+
+def ncu_attach(
+    argv: Sequence[str], program: Sequence[str], port: int, connections: int
+) -> list[str]:
+    """A targeted run's command (`ncu_targeted`) attaching to the program `ncu_launch` started,
+    instead of starting it: the same metrics, filters and report, without the program."""
+    n = len(program)
+    if n == 0 or list(argv[-n:]) != list(program):
+        raise ValueError("the command does not end with the program")
+    return [
+        str(argv[0]),
+        "--mode",
+        "attach",
+        "--hostname",
+        "127.0.0.1",
+        *_ports(port, connections),
+        *argv[1:-n],
+    ]
+
+
+def _ports(port: int, connections: int) -> list[str]:
+    return ["--port", str(port), "--max-connections", str(connections)]
+
+
 def nsys_profile(
     nsys: str | Path, output: str | Path, program: Sequence[str], *, profile_from_start: bool = True
 ) -> list[str]:

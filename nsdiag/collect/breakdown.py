@@ -39,6 +39,8 @@ def _ncu_run(step: Mapping[str, Any]) -> dict[str, Any]:
         run["launches_intercepted"] = step["intercepted"]
     if step.get("ended_early"):
         run["ended_early"] = True  # the program was ended after its last planned launch
+    if step.get("attached_after_s") is not None:
+        run["attached_after_s"] = step["attached_after_s"]  # its program started in phase 1
     passes = step.get("passes")
     if isinstance(passes, Mapping) and profiled:
         run["passes_per_launch"] = {

@@ -49,6 +49,7 @@ class Estimate:
     seconds_per_pass: float
     export_s: float
     reach: float = 0.0  # program runs the ncu runs take, in whole runs (0: `runs` whole runs)
+    ahead_s: float = 0.0  # program seconds the first run's program ran before it (standby.py)
 
     @property
     def replay_s(self) -> float:
@@ -62,7 +63,7 @@ class Estimate:
     @property
     def runs_s(self) -> float:
         """The ncu runs alone (what the planner's `estimated_s` counts)."""
-        return self.program_runs * self.program_s + self.replay_s
+        return max(self.program_runs * self.program_s - self.ahead_s, 0.0) + self.replay_s
 
     @property
     def total_s(self) -> float:
@@ -74,9 +75,10 @@ class Estimate:
             if self.program_runs < self.runs - 1e-9
             else ""
         )
+        ahead = f" - {self.ahead_s:.1f} s it ran ahead" if self.ahead_s > 0 else ""
         return (
             f"about {self.total_s:.0f} s: {self.runs} ncu run(s) x {self.program_s:.1f} s of "
-            f"program{part} + {self.launches} launches x {self.passes} passes x "
+            f"program{part}{ahead} + {self.launches} launches x {self.passes} passes x "
             f"{self.seconds_per_pass:.3f} s + {self.export_s:.1f} s of exports"
         )
 
@@ -86,6 +88,7 @@ class Estimate:
             "runs": self.runs,
             "program_s": round(self.program_s, 2),
             "program_runs": round(self.program_runs, 3),
+            **({"ahead_s": round(self.ahead_s, 1)} if self.ahead_s > 0 else {}),
             "launches": self.launches,
             "passes_per_launch": self.passes,
             "seconds_per_pass": round(self.seconds_per_pass, 4),
@@ -108,10 +111,11 @@ def estimate(
     launches_per_run: Sequence[int],
     passes: int | None = None,
     reach: Sequence[float] = (),
+    ahead_s: float = 0.0,
 ) -> Estimate:
     """Phase 2 of these ncu runs (launches each), at `passes` per launch (default: the
     collection's measured count); `reach`, each run's share of the program before it ends
-    (default: whole runs)."""
+    (default: whole runs); `ahead_s`, what the first run's program already ran (standby.py)."""
     return Estimate(
         collection,
         len(launches_per_run),
@@ -121,4 +125,5 @@ def estimate(
         SECONDS_PER_PASS[collection],
         export_s(launches_per_run, collection),
         float(sum(reach)) if len(reach) == len(launches_per_run) else 0.0,
+        ahead_s,
     )

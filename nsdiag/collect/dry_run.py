@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from nsdiag.collect import argv as cmd
-from nsdiag.collect import session_dir, tools
+from nsdiag.collect import session_dir, standby, tools
 from nsdiag.collect.options import ProfileOptions
 from nsdiag.collect.program import profile_from_start, resolve_program
 
@@ -28,6 +28,21 @@ def dry_run(args: Sequence[str], options: ProfileOptions) -> tuple[list[Step], l
     sd = session_dir.SessionDir(options.output or session_dir.default_path(program))
     steps = _phase1_steps(ncu_path, nsys_path, sd, program, start, options)
     phase2, report = _phase2_step(ncu_path, sd, program, start, options)
+    if not options.full and standby.usable(
+        program, profile_from_start=start, sequential=options.sequential
+    ):
+        port = 49152  # the run picks free ports
+        launch = cmd.ncu_launch(ncu_path, program, port, standby.CONNECTIONS)
+        steps.insert(0, ("phase 2's program, started beside phase 1 and held (ncu)", launch))
+        title, argv = phase2
+        phase2 = (
+            title + ", the first attached to that program",
+            cmd.ncu_attach(argv, program, port, standby.CONNECTIONS),
+        )
+        notes.append(
+            "phase 2's program starts beside phase 1 and waits, held by ncu at its first CUDA "
+            "call, for the first targeted run to attach (--sequential: start it after phase 1)"
+        )
     steps.append(phase2)
     if not options.full:
         notes.append(

@@ -29,6 +29,7 @@ class ProfileOptions:
     rank: int = 0  # a distributed run: the rank whose kernels phase 2 profiles
     budget_s: float | None = None  # phase 2's estimate at most this: least GPU time left out
     run_to_end: bool = False  # ncu runs go on past their last planned launch (early_stop.py)
+    sequential: bool = False  # phase 2's program starts after phase 1, not beside it (standby.py)
 
 
 class Progress(Protocol):

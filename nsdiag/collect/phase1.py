@@ -79,10 +79,21 @@ def _nsys_timeline(state: RunState) -> pd.DataFrame | None:
 
     session = load(db)
     state.phase1_timeline = session
+    state.first_cuda_s = _first_cuda_call_s(session)
     launches = one_rank(state, session)
     if state.options.nvtx:
         launches = in_nvtx_range(launches, session.nvtx_ranges, state.options.nvtx)
     return in_region(state, session, kernel_launches(launches))
+
+
+def _first_cuda_call_s(session: Session) -> float:
+    """Seconds from the trace's start (nsys starts it with the program) to the program's first
+    CUDA call: the start-up a program started ahead has already run (standby.py)."""
+    calls = session.api_calls
+    if calls is None or calls.empty or "start_ns" not in calls:
+        return 0.0
+    first = pd.to_numeric(calls["start_ns"], errors="coerce").min()
+    return float(first) / 1e9 if pd.notna(first) and first > 0 else 0.0
 
 
 def one_rank(state: RunState, session: Session) -> pd.DataFrame:

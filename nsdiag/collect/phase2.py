@@ -24,7 +24,8 @@ def collection(state: RunState) -> tuple[str, list[str]]:
     sections = state.options.sections
     if sections != "rules":
         return sections, []
-    listing = tools.query_metrics(state.ncu.path)
+    pending = state.metric_listing
+    listing = pending.result() if pending is not None else tools.query_metrics(state.ncu.path)
     metrics = metric_set.rule_metrics(metric_set.parse_query(listing)) if listing else []
     state.status.metrics = len(metrics)
     if len(metrics) < metric_set.MIN_RULE_METRICS:
@@ -106,9 +107,15 @@ def _plan(
         notes = whole_plan.notes
         raise InputError(notes[0] if notes else "nothing to profile", "check --kernel")
 
+    ahead_s = _ahead_s(state)
+
     def estimate(p: Plan) -> cost.Estimate:
         return cost.estimate(
-            sections, program_s, [r.launches for r in p.rounds], reach=[r.reach for r in p.rounds]
+            sections,
+            program_s,
+            [r.launches for r in p.rounds],
+            reach=[r.reach for r in p.rounds],
+            ahead_s=ahead_s,
         )
 
     whole = estimate(whole_plan)
@@ -134,6 +141,13 @@ def _plan(
     state.status.save(state.sd)
     state.progress.note(_estimate_note(kept, whole, fitted))
     return plan
+
+
+def _ahead_s(state: RunState) -> float:
+    """Program seconds the waiting program (standby.py) has already run: its start-up up to its
+    first CUDA call, where ncu holds it."""
+    waiting = state.standby
+    return min(waiting.head_start_s(), state.first_cuda_s) if waiting and waiting.waiting() else 0.0
 
 
 def _estimate_note(
@@ -197,15 +211,7 @@ def _run_round(
             return None
         return early_stop.stop_condition(r.launches, r.wanted)
 
-    result = state.run(
-        f"2-targeted-{i}",
-        r.argv,
-        progress=True,
-        collection=sections,
-        intercepted=intercepted,
-        stop_when=stop(),
-    )
-    wall = result.wall_s
+    result, wall = _first_run(state, i, r, sections, intercepted, stop)
     if sections == "rules" and not result.ok and result.profiled == 0 and not _severe(result):
         # A metric name this ncu refuses fails the run before any launch: sections instead.
         state.progress.note(
@@ -233,6 +239,47 @@ def _run_round(
     if error:
         raise error
     return wall
+
+
+def _first_run(
+    state: RunState,
+    i: int,
+    r: Round,
+    sections: str,
+    intercepted: int,
+    stop: Callable[[], Callable[[int, str], bool] | None],
+) -> tuple[runner.RunResult, float]:
+    """Round i's run: attached to the program waiting since phase 1 (standby.py) when there is
+    one, else (or when attaching fails) starting the program; the result and its wall seconds."""
+
+    def run(name: str, argv: Sequence[str], ahead_s: float | None = None) -> runner.RunResult:
+        return state.run(
+            name,
+            argv,
+            progress=True,
+            collection=sections,
+            intercepted=intercepted,
+            stop_when=stop(),
+            ahead_s=ahead_s,
+        )
+
+    waiting = state.standby
+    if waiting is None or not waiting.waiting():
+        result = run(f"2-targeted-{i}", r.argv)
+        return result, result.wall_s
+    try:
+        attached = run(
+            f"2-targeted-{i}", waiting.attach_argv(r.argv, state.program), waiting.head_start_s()
+        )
+    finally:
+        waiting.end()  # the program ends with the run (early stop: ncu kept its report)
+    if attached.ok or attached.profiled or _severe(attached) or attached.has("metric-refused"):
+        return attached, attached.wall_s  # a refused metric list: _run_round's sections next
+    state.progress.note(
+        f"attaching to the waiting program failed (see {attached.log}); starting it again"
+    )
+    again = run(f"2-targeted-{i}-restarted", r.argv)
+    return again, attached.wall_s + again.wall_s
 
 
 def full(state: RunState, launches: int | None, program_s: float) -> None:

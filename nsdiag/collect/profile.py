@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from nsdiag.collect import interruption, phase1, phase2, runner, session_dir, tools
+from nsdiag.collect import interruption, phase1, phase2, runner, session_dir, standby, tools
 from nsdiag.collect.doctor import gpu_info
 from nsdiag.collect.finish import finish, finish_quietly
 from nsdiag.collect.options import NullProgress, ProfileOptions, ProfileResult, Progress
@@ -19,6 +20,9 @@ from nsdiag.collect.run_state import RunState
 from nsdiag.errors import NsdiagError, ProfilerError, interrupting_signal
 from nsdiag.model import store
 from nsdiag.model.session import Session
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_OPTIONS = ProfileOptions()
 
@@ -83,10 +87,45 @@ def _start(
 
 
 def _run_phases(state: RunState) -> Session | None:
+    if not state.options.full and state.options.sections == "rules":
+        state.metric_listing = tools.query_metrics_soon(state.ncu.path)
+    state.standby = _standby(state)
+    try:
+        return _phases(state)
+    finally:
+        if state.standby is not None:
+            state.standby.end()  # never left waiting: interrupt, error or a plan without it
+
+
+def _standby(state: RunState) -> standby.Standby | None:
+    """Phase 2's first program, started now under `ncu --mode launch` (standby.py)."""
+    options = state.options
+    if options.full or state.nsys is None:
+        return None
+    if not standby.usable(
+        state.program, profile_from_start=state.start, sequential=options.sequential
+    ):
+        return None
+    return standby.start(state.ncu.path, state.program, state.sd.log("2-standby"), state.env)
+
+
+def _processes(launches: pd.DataFrame | None) -> int:
+    """Processes that launched kernels in phase 1 (the attaching ncu follows only one)."""
+    if launches is None or "process_id" not in launches:
+        return 1
+    return int(launches["process_id"].nunique())
+
+
+def _phases(state: RunState) -> Session | None:
     options = state.options
     with state.timed("phase1"):
         launches, program_s = phase1.timeline(state, fallback=not options.full)
     state.launches = launches
+    if state.standby is not None and (state.devices or _processes(launches) > 1 or not state.start):
+        # several processes (ncu follows them from the start instead), or a profiler range
+        # found (its --profile-from-start off was not tried on an attach)
+        state.standby.end()
+        state.standby = None
     if launches is not None and launches.empty:
         raise ProfilerError(
             "the program launched no CUDA kernel"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from nsdiag.collect import breakdown, runner, session_dir, tools
 from nsdiag.collect.options import ProfileOptions, Progress
 from nsdiag.collect.plan import Plan
 from nsdiag.collect.program import child_env
+from nsdiag.collect.standby import Standby
 from nsdiag.model.session import Session
 
 
@@ -44,6 +46,9 @@ class RunState:
     phase: str = "start"  # the phase running now (status.json's `interrupted` names it)
     step: str | None = None  # the command running now
     step_started: float = 0.0  # time.monotonic() when it started
+    standby: Standby | None = None  # phase 2's program, started beside phase 1 (standby.py)
+    first_cuda_s: float = 0.0  # phase 1: the program's start-up before its first CUDA call
+    metric_listing: Future[str | None] | None = None  # `ncu --query-metrics`, run beside phase 1
 
     @contextlib.contextmanager
     def timed(self, phase: str) -> Iterator[None]:
@@ -66,9 +71,11 @@ class RunState:
         collection: str | None = None,
         intercepted: int | None = None,
         stop_when: Callable[[int, str], bool] | None = None,
+        ahead_s: float | None = None,
     ) -> runner.RunResult:
         """Run one step's command, logged as `name`, and record it in the status; an ncu run
-        also records what it collected and how many launches it saw (the breakdown)."""
+        also records what it collected and how many launches it saw (the breakdown), and one
+        that attached to the waiting program how long that had run (`ahead_s`)."""
         base = self.done
         self.step, self.step_started = name, time.monotonic()
 
@@ -99,6 +106,7 @@ class RunState:
             **({"collection": collection} if collection else {}),
             **({"intercepted": intercepted} if intercepted is not None else {}),
             **({"ended_early": True} if result.stopped_early else {}),
+            **({"attached_after_s": round(ahead_s, 2)} if ahead_s is not None else {}),
             **({"passes": p} if (p := breakdown.passes_summary(result.passes)) else {}),
         )
         self.status.save(self.sd)

@@ -58,6 +58,10 @@ PROBLEMS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("no-kernels", re.compile(r"No kernels were profiled", re.I)),
     (
+        "metric-refused",
+        re.compile(r"Failed to find metric|(unknown|invalid) metric|metric\S* not found", re.I),
+    ),
+    (
         "nsys-import",
         re.compile(
             r"Importer error status|importer binary and its dependencies were not found"
@@ -200,6 +204,18 @@ def run(
     )
 
 
+def start_detached(
+    argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start `argv` in a process group of its own with everything it prints going straight to
+    `log` (nobody reads a pipe while it runs); the caller ends it with `stop_group`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as log_file:
+        log_file.write(f"$ {shlex.join(argv)}\n".encode())
+        log_file.flush()
+        return _popen(argv, None, env, log_file, subprocess.STDOUT)
+
+
 def _start(
     argv: Sequence[str],
     cwd: Path | None,
@@ -208,14 +224,26 @@ def _start(
 ) -> subprocess.Popen[bytes]:
     """The child in a process group of its own; its output on a pipe, or standard output into
     `out_file` and standard error on the pipe."""
+    if out_file:
+        return _popen(argv, cwd, env, out_file, subprocess.PIPE)
+    return _popen(argv, cwd, env, subprocess.PIPE, subprocess.STDOUT)
+
+
+def _popen(
+    argv: Sequence[str],
+    cwd: Path | None,
+    env: Mapping[str, str] | None,
+    stdout: BinaryIO | int,
+    stderr: int,
+) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
             list(argv),
             cwd=cwd,
             env=dict(env) if env is not None else None,
             stdin=subprocess.DEVNULL,
-            stdout=out_file or subprocess.PIPE,
-            stderr=subprocess.PIPE if out_file else subprocess.STDOUT,
+            stdout=stdout,
+            stderr=stderr,
             start_new_session=True,
         )
     except OSError as exc:

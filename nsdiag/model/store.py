@@ -51,6 +51,11 @@ def save(session: Session, directory: Path, replace: bool = True) -> Path:
     return directory
 
 
+# zlib's own default level: 40% less time than gzip's 9 for 3% more bytes (the BERT session's
+# tables: 0.93 -> 0.57 s, 2.66 -> 2.74 MB), at the end of every `nsdiag profile`.
+_GZIP = {"method": "gzip", "compresslevel": 6, "mtime": 0}
+
+
 def _write(session: Session, directory: Path) -> None:
     tables_dir = directory / "tables"
     _make_folder(tables_dir)
@@ -59,7 +64,7 @@ def _write(session: Session, directory: Path) -> None:
         frame: pd.DataFrame = getattr(session, name)
         dtypes[name] = {str(c): str(t) for c, t in frame.dtypes.items()}
         with replacing(tables_dir / f"{name}.csv.gz") as temporary:
-            frame.to_csv(temporary, index=False, na_rep=MISSING, compression="gzip")
+            frame.to_csv(temporary, index=False, na_rep=MISSING, compression=_GZIP)
     manifest = {
         "schema": SCHEMA,
         "meta": session.meta.to_json(),

@@ -4,7 +4,13 @@ prints progress lines as ncu does and writes a report; exports print recorded CS
 Environment: FAKE_CALLS (argv log), FAKE_RAW / FAKE_DETAILS (recorded pages), FAKE_HEADER (a
 full-set export whose header lists the metrics), FAKE_QUERY=fail, FAKE_<KIND>=mode for the run
 kinds export, targeted, durations and full (ok, refuse, perm, hang, nogpu, nokernels, appfail),
-FAKE_PIDS (where a hanging run writes its pids), FAKE_KERNELS (launches), FAKE_NCU_BANNER.
+FAKE_PIDS (where a hanging run writes its pids), FAKE_KERNELS (launches), FAKE_NCU_BANNER,
+FAKE_LAUNCH=die (a `--mode launch` program that ends before any attach), FAKE_ATTACH=fail.
+
+`--mode launch` holds the program until an `--mode attach` run on its port says it attached
+(files beside FAKE_CALLS), as ncu holds it at its first CUDA call; the attached run then waits
+for the launcher to end instead of running the program, and on SIGTERM keeps its report and
+leaves the program running (what ncu 2025.3.1 did, tools/probes/probe_ncu_attach.py).
 """
 
 import gzip
@@ -41,6 +47,23 @@ if args[0] == "--query-metrics":  # the H200's metric base names, as the full-se
     for base in sorted({h.split(".")[0] for h in header if "__" in h}):
         print(f'"{base}","Counter","","","1"')
     sys.exit(0)
+mode_arg = args[args.index("--mode") + 1] if "--mode" in args else None
+if mode_arg is not None:
+    port = args[args.index("--port") + 1]
+    meeting = Path(os.environ["FAKE_CALLS"]).parent
+    waiting, attached = meeting / f"fake-ncu-{port}.waiting", meeting / f"fake-ncu-{port}.attached"
+if mode_arg == "launch":
+    with open(os.environ["FAKE_CALLS"], "a") as f:
+        f.write(json.dumps(args) + "\n")
+    program = args[args.index("--max-connections") + 2 :]
+    if os.environ.get("FAKE_LAUNCH") == "die":
+        sys.exit(1)
+    waiting.write_text(str(os.getpid()))
+    print(f"==PROF== Waiting for profiler to attach on ports {port}", flush=True)
+    deadline = time.monotonic() + 120
+    while not attached.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    sys.exit(subprocess.call(program))
 kind = (
     "export"
     if "-i" in args
@@ -77,11 +100,41 @@ if kind == "export":
     sys.exit(0)
 out = args[args.index("-o") + 1]
 program = args[args.index("-o") + 2 :]
-print("==PROF== Connected to process 4242 (" + program[0] + ")", flush=True)
+if mode_arg == "attach":
+    if not waiting.exists() or os.environ.get("FAKE_ATTACH") == "fail":
+        print("==ERROR== No attachable process found on host 127.0.0.1.")
+        sys.exit(1)
+    attached.write_text("")
+    launcher = int(waiting.read_text())
+print(f"==PROF== Connected to process 4242 ({program[0] if program else 'attached'})", flush=True)
 if mode == "perm":
     print(PERMISSION)
     sys.exit(1)
-child = subprocess.Popen(program)
+
+
+class Launcher:
+    """The attached program: the launcher's process, waited for by polling."""
+
+    pid = launcher if mode_arg == "attach" else 0
+
+    def wait(self) -> int:
+        while Path(f"/proc/{launcher}").exists() and "Z" not in _state(launcher):
+            time.sleep(0.02)
+        return 0
+
+    def terminate(self) -> None:
+        pass  # ncu's attached run leaves the program running
+
+
+def _state(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "Z"
+    return stat[stat.rfind(")") + 2 :].split()[0]
+
+
+child = Launcher() if mode_arg == "attach" else subprocess.Popen(program)
 
 
 def shut_down(signum: int, frame: object) -> None:
