@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -42,13 +43,23 @@ def _timed(argv: list[str], log: Path) -> tuple[float, int]:
     return time.monotonic() - start, code
 
 
+# Imported once, untimed, before the first program: on a fresh machine the first import of torch
+# and the model libraries reads them from disk (the first plain run of a call took 23.6 s where
+# the same program took 14.3 s in the next call), which would flatter that program's ratio.
+WARM_UP = "import torch, torchvision, timm, transformers"
+
+
 def run(out: Path, only: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    warm_s, _ = _timed([sys.executable, "-c", WARM_UP], out / "warm_up.log")
+    print(f"warm-up imports (untimed in the ratios): {warm_s:.1f} s", flush=True)
     for name, program in PROGRAMS.items():
         if only and name not in only:
             continue
         plain_s, plain_rc = _timed([sys.executable, *program], out / f"{name}.plain.log")
         session = out / name
+        if session.exists():  # a session of an earlier run here: nsdiag would pick another name
+            shutil.rmtree(session)
         profile_s, profile_rc = _timed(
             [sys.executable, "-m", "nsdiag", "profile", "-v", "-o", str(session), *program],
             out / f"{name}.profile.log",

@@ -20,6 +20,7 @@ from nsdiag.errors import InputError, MissingDependencyError, ProfilerError
 from tests.conftest import (
     DATA,
     calls,
+    unattached,
 )
 
 
@@ -127,6 +128,39 @@ def test_sequential_starts_the_program_once_per_phase(
     assert targeted == [list(r.argv[1:]) for r in result.plan.rounds]
     status = json.loads((result.session_dir / "status.json").read_text())
     assert all("attached_after_s" not in s for s in status["steps"])
+
+
+def test_each_round_attaches_to_a_program_started_during_the_one_before(
+    fakes: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plan of two ncu runs: the second run's program starts (and waits) while the first
+    runs, so neither pays the program's start-up after phase 1."""
+    from dataclasses import replace
+
+    from nsdiag.collect import phase2
+
+    real = phase2.plan_launches
+
+    def two_rounds(launches, settings, argv_for=None, chosen=None):  # type: ignore[no-untyped-def]
+        plan = real(launches, settings, argv_for, chosen)
+        first = plan.rounds[0]
+        second = replace(first, argv=tuple(argv_for(2, first, plan.name_base)))
+        return replace(plan, rounds=(first, second))
+
+    monkeypatch.setattr(phase2, "plan_launches", two_rounds)
+    result = profile([str(fakes["script"]), "0"], options(fakes, tmp_path))
+    launched = [c for c in calls(fakes, launched=True) if c[:2] == ["--mode", "launch"]]
+    ports = [c[c.index("--port") + 1] for c in launched]
+    assert len(launched) == 2 and len(set(ports)) == 2
+    attached = [c for c in calls(fakes) if c[:2] == ["--mode", "attach"]]
+    assert [c[c.index("--port") + 1] for c in attached] == ports
+    assert [unattached(c) for c in attached] == [list(r.argv[1:-3]) for r in result.plan.rounds]
+    status = json.loads((result.session_dir / "status.json").read_text())
+    runs = [s for s in status["steps"] if s["name"] in ("2-targeted-1", "2-targeted-2")]
+    assert len(runs) == 2 and all(s["attached_after_s"] > 0 for s in runs)
+    root = result.session_dir
+    assert (root / "logs/2-standby.log").is_file() and (root / "logs/2-standby-2.log").is_file()
+    assert (root / "reports/targeted-2.ncu-rep").is_file()
 
 
 @pytest.mark.parametrize("fault", ["FAKE_ATTACH", "FAKE_LAUNCH"])
@@ -319,3 +353,14 @@ def test_missing_explicit_nsys_is_an_error(fakes: dict[str, Path], tmp_path: Pat
 def test_missing_script_is_a_usage_error() -> None:
     with pytest.raises(InputError):
         resolve_program(["no_such_script.py"])
+
+
+def test_waiting_programs_get_port_ranges_no_attach_scans_twice() -> None:
+    """An attaching ncu scans its whole port range: the next round's waiting program, started
+    beside the run attaching, must listen outside it."""
+    from nsdiag.collect import standby
+
+    bases = [standby.free_ports(standby.CONNECTIONS) for _ in range(20)]
+    assert None not in bases
+    ranges = [set(range(b, b + standby.CONNECTIONS)) for b in bases if b is not None]
+    assert all(a.isdisjoint(b) for i, a in enumerate(ranges) for b in ranges[i + 1 :])

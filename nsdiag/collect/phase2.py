@@ -184,7 +184,15 @@ def _run_rounds(
     ]
     spent = 0.0
     for i, r in enumerate(plan.rounds, start=1):
+        # the next round's program starts beside this one, held at its first CUDA call
+        following = (
+            state.start_standby(f"2-standby-{i + 1}")
+            if state.standby is not None and i < len(plan.rounds)
+            else None
+        )
         spent += _run_round(state, i, r, sections, with_sections, plan.total_launches)
+        if following is not None:
+            state.standby = following
         if i < len(plan.rounds):
             pace = spent / max(sum(estimated[:i]), 1e-9)
             left = pace * sum(estimated[i:])

@@ -10,6 +10,7 @@ Pure: DataFrame in, frozen records out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -53,6 +54,8 @@ class Plan:
     full_estimated_s: float  # `ncu --set full` on every launch, for comparison
     notes: tuple[str, ...] = field(default=())
     name_base: str = "mangled"  # ncu --kernel-name-base the rounds use
+    # of `uncovered`: kernels whose other shapes would cost more launches than they are worth
+    declined: tuple[Signature, ...] = ()
 
     @property
     def launches(self) -> int:
@@ -92,7 +95,7 @@ def plan_launches(
     )
     if chosen is None:
         chosen = choose(sigs, settings.coverage, settings.max_kernels, settings.kernel_regex)
-    rounds, uncovered = plan_rounds(launches, chosen, settings)
+    rounds, uncovered, declined = plan_rounds(launches, chosen, settings)
     rounds = [
         round_for(
             launches, r.wanted, r.launch_count, settings, sigs, r.launch_skip, r.skip_before_match
@@ -116,8 +119,9 @@ def plan_launches(
         share(profiled),
         sum(round_s(r, settings) for r in rounds),
         settings.program_s + len(launches) * SECONDS_PER_LAUNCH["full"],
-        tuple(_notes(settings, chosen, uncovered, share)),
+        tuple(_notes(settings, chosen, uncovered, share, declined)),
         base,
+        tuple(declined),
     )
 
 
@@ -130,11 +134,22 @@ def _notes(
     chosen: Sequence[Signature],
     uncovered: Sequence[Signature],
     share: Callable[[Iterable[Signature]], float],
+    declined: Sequence[Signature] = (),
 ) -> list[str]:
-    """What the user should know about the plan: no match, shadowed signatures, duration groups."""
+    """What the user should know about the plan: no match, declined and shadowed signatures,
+    duration groups."""
     notes = []
     if settings.kernel_regex and not chosen:
         notes.append(f"no kernel matches --kernel {settings.kernel_regex!r}")
+    if declined:
+        names = sorted({_label(s) for s in declined})
+        notes.append(
+            f"{len(declined)} chosen signature(s) ({share(declined):.1%} of kernel time) will "
+            f"not be profiled: ncu would profile every launch shape of their kernels "
+            f"({', '.join(names)}), more launches than that GPU time is worth at "
+            f"{settings.seconds_per_launch:.1f} s each (their timeline figures stay)"
+        )
+        uncovered = [s for s in uncovered if s not in declined]
     if uncovered:
         # the planner weighs a run against the GPU time it reaches (rounds.py), so this is
         # either a choice or a limit; the note names both
@@ -153,6 +168,15 @@ def _notes(
             "reach them"
         )
     return notes
+
+
+def _label(s: Signature) -> str:
+    """A kernel's name that tells template instances apart: the functor a generic kernel was
+    instantiated with (`float16_copy_kernel_cuda` for a `vectorized_elementwise_kernel`)."""
+    for word in re.findall(r"[A-Za-z0-9_]*_kernel[A-Za-z0-9_]*", s.name):
+        if word != s.function:
+            return word
+    return s.function
 
 
 def describe(plan: Plan) -> dict[str, Any]:
@@ -197,5 +221,6 @@ def describe(plan: Plan) -> dict[str, Any]:
             for r in plan.rounds
         ],
         "uncovered": [sig(s) for s in plan.uncovered],
+        "declined": [sig(s) for s in plan.declined],
         "notes": list(plan.notes),
     }

@@ -8,6 +8,7 @@ phase1.py, phase2.py and finish.py; this module runs them in order and handles f
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -74,13 +75,15 @@ def _start(
     """Find the tools, create the session folder and write what is known before anything runs."""
     program, _ = resolve_program(args)
     start = profile_from_start(options.profile_from_start)
-    ncu = tools.find_tool("ncu", options.ncu)
-    nsys = tools.find_optional("nsys", options.nsys)
-    when = datetime.now()
-    sd = session_dir.create(options.output, program, when)
-    session_dir.write_command(sd, nsdiag_argv, program, when)
-    session_dir.write_env(sd, tools.describe([ncu, nsys]))
-    session_dir.write_device(sd, gpu_info())
+    with ThreadPoolExecutor(max_workers=1) as pool:  # nvidia-smi while the tools' versions run
+        device = pool.submit(gpu_info)
+        ncu = tools.find_tool("ncu", options.ncu)
+        nsys = tools.find_optional("nsys", options.nsys)
+        when = datetime.now()
+        sd = session_dir.create(options.output, program, when)
+        session_dir.write_command(sd, nsdiag_argv, program, when)
+        session_dir.write_env(sd, tools.describe([ncu, nsys]))
+        session_dir.write_device(sd, device.result())
     state = RunState(program, start, options, progress, sd, ncu, nsys)
     state.status.save(sd)
     return state
@@ -93,8 +96,8 @@ def _run_phases(state: RunState) -> Session | None:
     try:
         return _phases(state)
     finally:
-        if state.standby is not None:
-            state.standby.end()  # never left waiting: interrupt, error or a plan without it
+        for waiting in state.standbys:
+            waiting.end()  # never left waiting: interrupt, error or a plan without it
 
 
 def _standby(state: RunState) -> standby.Standby | None:
@@ -106,7 +109,7 @@ def _standby(state: RunState) -> standby.Standby | None:
         state.program, profile_from_start=state.start, sequential=options.sequential
     ):
         return None
-    return standby.start(state.ncu.path, state.program, state.sd.log("2-standby"), state.env)
+    return state.start_standby("2-standby")
 
 
 def _processes(launches: pd.DataFrame | None) -> int:

@@ -46,7 +46,8 @@ class RunState:
     phase: str = "start"  # the phase running now (status.json's `interrupted` names it)
     step: str | None = None  # the command running now
     step_started: float = 0.0  # time.monotonic() when it started
-    standby: Standby | None = None  # phase 2's program, started beside phase 1 (standby.py)
+    standby: Standby | None = None  # the next targeted run's program, started ahead (standby.py)
+    standbys: list[Standby] = field(default_factory=list)  # every one started: all are ended
     first_cuda_s: float = 0.0  # phase 1: the program's start-up before its first CUDA call
     metric_listing: Future[str | None] | None = None  # `ncu --query-metrics`, run beside phase 1
 
@@ -111,6 +112,16 @@ class RunState:
         )
         self.status.save(self.sd)
         return result
+
+    def start_standby(self, name: str) -> Standby | None:
+        """A targeted run's program, started now and held by ncu (standby.py), logged as `name`;
+        ended with the run whatever happens (profile.py)."""
+        from nsdiag.collect import standby
+
+        started = standby.start(self.ncu.path, self.program, self.sd.log(name), self.env)
+        if started is not None:
+            self.standbys.append(started)
+        return started
 
     def run_export(self, name: str, argv: Sequence[str], target: Path) -> runner.RunResult:
         """One ncu export (a report page on standard output) into `target`, logged as `name`."""

@@ -82,17 +82,24 @@ def start(
     return Standby(proc, port, log)
 
 
+# Ports handed to programs this process started: an attaching ncu scans its whole range, so two
+# waiting programs (this run's next one beside the one being attached to) must not share one.
+_HANDED_OUT: set[int] = set()
+
+
 def free_ports(count: int) -> int | None:
-    """The first of `count` consecutive TCP ports on 127.0.0.1 that nothing listens on, picked
-    from a kernel-chosen one (so that two nsdiag runs at once do not meet on ncu's default
-    49152)."""
+    """The first of `count` consecutive TCP ports on 127.0.0.1 that nothing listens on and no
+    program started here was given, picked from a kernel-chosen one (so that two nsdiag runs at
+    once do not meet on ncu's default 49152)."""
     for _ in range(20):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             base = int(probe.getsockname()[1])
         if not _PORT_RANGE[0] <= base <= _PORT_RANGE[1] - count:
             base = _PORT_RANGE[0] + base % (_PORT_RANGE[1] - _PORT_RANGE[0] - count)
-        if all(_free(p) for p in range(base, base + count)):
+        ports = range(base, base + count)
+        if _HANDED_OUT.isdisjoint(ports) and all(_free(p) for p in ports):
+            _HANDED_OUT.update(ports)
             return base
     return None
 
