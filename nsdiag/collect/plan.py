@@ -175,7 +175,7 @@ def _label(s: Signature) -> str:
     instantiated with (`float16_copy_kernel_cuda` for a `vectorized_elementwise_kernel`)."""
     for word in re.findall(r"[A-Za-z0-9_]*_kernel[A-Za-z0-9_]*", s.name):
         if word != s.function:
-            return word
+            return str(word)
     return s.function
 
 
