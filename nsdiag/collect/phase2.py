@@ -219,7 +219,7 @@ def _run_round(
             return None
         return early_stop.stop_condition(r.launches, r.wanted)
 
-    result, wall = _first_run(state, i, r, sections, intercepted, stop)
+    result, wall = _attached_or_started(state, i, r, sections, intercepted, stop)
     if sections == "rules" and not result.ok and result.profiled == 0 and not _severe(result):
         # A metric name this ncu refuses fails the run before any launch: sections instead.
         state.progress.note(
@@ -249,7 +249,7 @@ def _run_round(
     return wall
 
 
-def _first_run(
+def _attached_or_started(
     state: RunState,
     i: int,
     r: Round,
@@ -257,8 +257,9 @@ def _first_run(
     intercepted: int,
     stop: Callable[[], Callable[[int, str], bool] | None],
 ) -> tuple[runner.RunResult, float]:
-    """Round i's run: attached to the program waiting since phase 1 (standby.py) when there is
-    one, else (or when attaching fails) starting the program; the result and its wall seconds."""
+    """Round i's run: attached to the program waiting for it (standby.py: started beside phase 1
+    or the run before) when there is one, else (or when attaching fails) starting the program;
+    the result and its wall seconds."""
 
     def run(name: str, argv: Sequence[str], ahead_s: float | None = None) -> runner.RunResult:
         return state.run(
