@@ -1,6 +1,7 @@
 """Benchmark: read and diagnose synthetic nsys SQLite exports of 125k to 1M kernel launches.
 
-    python benchmarks/bench_timeline.py [--sizes N,N,...] [--kernels N] [--keep PATH] [--json PATH]
+    python benchmarks/bench_timeline.py [--sizes N,N,...] [--kernels N] [--repeat N] [--keep PATH]
+        [--json PATH]
 
 The generated export has the subset of the nsys schema nsdiag reads: StringIds, kernels (tiny
 kernels in launch-bound bursts and longer ones, on two streams), a runtime call per launch
@@ -10,7 +11,9 @@ Session and to run the diagnosis, and both as a ratio of a baseline measured on 
 in the same run: pandas.read_sql of the whole kernel table (what any tool must at least pay to
 get the rows into Python). Then the scaling exponent of each against launches: the slope of a
 least-squares line through log(time) against log(launches) (1.0 is linear). `--kernels N`
-measures one size only (no fit).
+measures one size only (no fit). `--repeat N` measures each size N times in turn (baseline,
+read, diagnose, baseline, ...) and keeps each figure's fastest run: on a shared machine a
+single run's figures move by 10-20%.
 """
 
 from __future__ import annotations
@@ -189,16 +192,25 @@ def loglog_slope(sizes: list[int], seconds: list[float]) -> float:
     return float(np.polyfit(np.log(sizes), np.log(seconds), 1)[0])
 
 
-def measure(path: Path, n_kernels: int) -> dict[str, Any]:
-    """Generate an export of `n_kernels` launches at `path`; time the baseline, read, diagnose."""
+def measure(path: Path, n_kernels: int, repeat: int = 1) -> dict[str, Any]:
+    """Generate an export of `n_kernels` launches at `path`; time the baseline, read, diagnose
+    (`repeat` times, in turn: each figure is its fastest run)."""
     path.unlink(missing_ok=True)
     _, t_gen = timed(generate, path, n_kernels)
-    con = sqlite3.connect(path)
-    _baseline, t_base = timed(pd.read_sql, "SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL", con)
-    con.close()
-    del _baseline
-    session, t_read = timed(nsys_sqlite.read, path)
-    diagnosis, t_diag = timed(diagnose, session)
+    base, read, diag = [], [], []
+    session = diagnosis = None
+    for _ in range(repeat):
+        session = diagnosis = None  # the last run's, freed before the next
+        con = sqlite3.connect(path)
+        _baseline, t_base = timed(pd.read_sql, "SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL", con)
+        con.close()
+        del _baseline
+        session, t_read = timed(nsys_sqlite.read, path)
+        diagnosis, t_diag = timed(diagnose, session)
+        base.append(t_base)
+        read.append(t_read)
+        diag.append(t_diag)
+    t_base, t_read, t_diag = min(base), min(read), min(diag)
     return {
         "kernels": n_kernels,
         "timeline_rows": len(session.timeline),
@@ -212,6 +224,7 @@ def measure(path: Path, n_kernels: int) -> dict[str, Any]:
         "read_ratio": t_read / t_base,
         "total_ratio": (t_read + t_diag) / t_base,
         "findings": [(f.rule, f.range, round(f.impact, 4)) for f in diagnosis.program_findings],
+        "runs_s": {"baseline_read_sql": base, "read": read, "diagnose": diag},
     }
 
 
@@ -241,6 +254,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", type=int, help="measure this one size only (no fit)")
     parser.add_argument("--keep", type=Path, help="write the largest export here and keep it")
     parser.add_argument("--json", type=Path, help="also write the figures as JSON")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="measure each size this many times, keeping each figure's fastest run "
+        "(a shared machine: default %(default)s)",
+    )
     args = parser.parse_args(argv)
     sizes = [args.kernels] if args.kernels else sorted(int(n) for n in args.sizes.split(","))
     runs = []
@@ -248,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         for i, n_kernels in enumerate(sizes):
             last = i == len(sizes) - 1
             path = args.keep if args.keep and last else Path(tmp) / f"synthetic-{n_kernels}.sqlite"
-            runs.append(measure(path, n_kernels))
+            runs.append(measure(path, n_kernels, max(args.repeat, 1)))
             _print_size(runs[-1])
             if not (args.keep and last):
                 path.unlink(missing_ok=True)

@@ -31,13 +31,21 @@ def union_ns(starts: npt.ArrayLike, ends: npt.ArrayLike) -> float:
     return float(np.sum(np.clip(e - np.maximum(s, prev), 0, None)))
 
 
+_FEW_GROUPS = 4096  # below this many, a loop over the groups beats a groupby
+
+
 def union_ns_by_group(codes: Array, starts: Array, ends: Array, n_groups: int) -> FloatArray:
     """Length of the union of intervals per group code (0..n_groups-1)."""
     if len(codes) == 0:
         return np.zeros(n_groups)
     order = np.lexsort((starts, codes))
     g, s, e = codes[order], starts[order], ends[order]
-    reach = pd.Series(e).groupby(g).cummax().to_numpy()
+    # the running latest end within each group: groups are contiguous blocks once sorted
+    bounds = np.flatnonzero(np.diff(g)) + 1
+    if len(bounds) < _FEW_GROUPS and e.dtype.kind in "iu":  # (pandas' cummax skips NaN)
+        reach = np.concatenate([np.maximum.accumulate(part) for part in np.split(e, bounds)])
+    else:
+        reach = pd.Series(e).groupby(g).cummax().to_numpy()
     prev = np.empty_like(reach)
     prev[0] = s[0]
     prev[1:] = np.where(g[1:] == g[:-1], reach[:-1], s[1:])

@@ -30,6 +30,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.model.names import function_name, normalized
@@ -81,22 +82,38 @@ def signature_keys(
     """Each row's key text (`SignatureKey.text`), from its `name`, `grid` and `block` columns (a
     missing grid or block column reads as ""); `function`: the column the function slot comes
     from instead of the name's bare function name."""
+    codes, texts = signature_codes(frame, exact=exact, function=function)
+    return pd.Series(np.array(texts, dtype=object)[codes], index=frame.index, dtype="str")
+
+
+def signature_codes(
+    frame: pd.DataFrame, *, exact: bool = False, function: str | None = None
+) -> tuple[npt.NDArray[np.int64], list[str]]:
+    """`signature_keys` as a number per row and the key text of each number (row i's key is
+    `texts[codes[i]]`; two numbers may have one text, when two spellings normalise alike).
+    A timeline has 10^5 launches of 10^2 signatures: each distinct (name, grid, block) is
+    found by hashing each column once, and its key written once."""
     columns = ("name", "grid", "block", *((function,) if function is not None else ()))
     parts = [_text(frame, column).to_numpy(dtype=object) for column in columns]
-    # A timeline has 10^5 launches of 10^2 signatures: each distinct row's key is written once
-    rows: dict[tuple[str, ...], int] = {}
-    combo = np.fromiter(
-        (rows.setdefault(row, len(rows)) for row in zip(*parts, strict=True)),
-        dtype=np.int64,
-        count=len(frame),
-    )
+    combo, size = np.zeros(len(frame), dtype="int64"), 1
+    for values in parts:
+        part, distinct = pd.factorize(values)
+        if size * max(len(distinct), 1) >= 1 << 62:  # renumber before the product overflows
+            combo, found = pd.factorize(combo)
+            size = len(found)
+        combo, size = combo * max(len(distinct), 1) + part, size * max(len(distinct), 1)
+    combo, _ = pd.factorize(combo)
+    # a row of each distinct combination stands for it (any: they hold the same values)
+    row_of = np.zeros(int(combo.max()) + 1 if len(combo) else 0, dtype="int64")
+    row_of[combo] = np.arange(len(combo))
     texts = []
-    for name, grid, block, *slot in rows:  # in the order of their numbers
+    for row in row_of.tolist():
+        name, grid, block, *slot = (values[row] for values in parts)
         bare, spelled = _spellings(name)
         texts.append(
             SEPARATOR.join((slot[0] if slot else bare, grid, block, name if exact else spelled))
         )
-    return pd.Series(np.array(texts, dtype=object)[combo], index=frame.index, dtype="str")
+    return combo.astype("int64", copy=False), texts
 
 
 def _text(frame: pd.DataFrame, column: str) -> pd.Series:

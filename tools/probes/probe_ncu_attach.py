@@ -51,14 +51,26 @@ def start(name: str, argv: list[str]) -> tuple[subprocess.Popen, list[str], thre
 
 def attach(tag: str, extra: list[str], stop_after: int | None) -> None:
     report = f"/tmp/att_{tag}"
-    launcher, _, lt = start(f"launch-{tag}", ["ncu", "--mode", "launch", *program])
+    launcher, _, _lt = start(f"launch-{tag}", ["ncu", "--mode", "launch", *program])
     time.sleep(25)  # phase 1 would run meanwhile
     log(f"launcher alive after 25 s: {launcher.poll() is None}")
-    argv = ["ncu", "--mode", "attach", "--hostname", "127.0.0.1", "--clock-control", "none",
-            "--metrics", "gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed",
-            "-f", "-o", report, *extra]
+    argv = [
+        "ncu",
+        "--mode",
+        "attach",
+        "--hostname",
+        "127.0.0.1",
+        "--clock-control",
+        "none",
+        "--metrics",
+        "gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed",
+        "-f",
+        "-o",
+        report,
+        *extra,
+    ]
     t_attach = time.monotonic()
-    att, lines, at = start(f"attach-{tag}", argv)
+    att, lines, _at = start(f"attach-{tag}", argv)
     if stop_after is not None:
         while att.poll() is None:
             if sum("==PROF== Profiling" in ln for ln in lines) >= stop_after:
@@ -72,17 +84,32 @@ def attach(tag: str, extra: list[str], stop_after: int | None) -> None:
     except subprocess.TimeoutExpired:
         log("attach did not end in 240 s; killing")
         os.killpg(att.pid, signal.SIGKILL)
-    log(f"attach-{tag} rc={att.returncode} after {time.monotonic() - t_attach:.2f} s; "
-        f"profiled {sum('==PROF== Profiling' in ln for ln in lines)}")
+    log(
+        f"attach-{tag} rc={att.returncode} after {time.monotonic() - t_attach:.2f} s; "
+        f"profiled {sum('==PROF== Profiling' in ln for ln in lines)}"
+    )
     try:
         launcher.wait(timeout=60)
     except subprocess.TimeoutExpired:
         log("launcher still alive 60 s after attach ended; killing")
         os.killpg(launcher.pid, signal.SIGKILL)
-    log(f"launcher-{tag} rc={launcher.returncode}; report exists: {Path(report + '.ncu-rep').exists()}")
+    kept = Path(report + ".ncu-rep").exists()
+    log(f"launcher-{tag} rc={launcher.returncode}; report exists: {kept}")
     if Path(report + ".ncu-rep").exists():
-        done = subprocess.run(["ncu", "-i", report + ".ncu-rep", "--csv", "--page", "raw",
-                               "--metrics", "gpu__time_duration.sum"], capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                "ncu",
+                "-i",
+                report + ".ncu-rep",
+                "--csv",
+                "--page",
+                "raw",
+                "--metrics",
+                "gpu__time_duration.sum",
+            ],
+            capture_output=True,
+            text=True,
+        )
         rows = [ln for ln in done.stdout.splitlines()[2:] if ln.strip()]
         log(f"report rows: {len(rows)}; first: {rows[0][:200] if rows else ''}")
         (out / f"{tag}.csv").write_text(done.stdout)
@@ -93,7 +120,20 @@ t = time.monotonic()
 subprocess.run(program, capture_output=True)
 log(f"plain run {time.monotonic() - t:.2f} s")
 attach("count", ["-k", "regex:layer_norm", "--launch-count", "3"], None)
-attach("before_match", ["--filter-mode", "per-launch-config", "--kernel-name-base", "function",
-                        "-k", "regex:^(vectorized_layer_norm_kernel|gemmSN_TN_kernel)$",
-                        "--launch-count", "1", "--launch-skip-before-match", "2000"], None)
+attach(
+    "before_match",
+    [
+        "--filter-mode",
+        "per-launch-config",
+        "--kernel-name-base",
+        "function",
+        "-k",
+        "regex:^(vectorized_layer_norm_kernel|gemmSN_TN_kernel)$",
+        "--launch-count",
+        "1",
+        "--launch-skip-before-match",
+        "2000",
+    ],
+    None,
+)
 attach("sigterm", ["-k", "regex:elementwise", "--launch-count", "50"], 4)

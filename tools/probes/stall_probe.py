@@ -1,6 +1,6 @@
-"""Kernels whose limiter is known, twice each inside cudaProfilerStart/Stop (probe_stall_sampling.sh):
-a DRAM-bound add, a bf16 tensor-core GEMM, an fp32 CUDA-core GEMM, a softmax, a layer norm, a
-random gather (latency-bound), a sort (CUB)."""
+"""Kernels whose limiter is known, twice each inside cudaProfilerStart/Stop
+(probe_stall_sampling.sh): a DRAM-bound add, a bf16 tensor-core GEMM, an fp32 CUDA-core GEMM,
+a softmax, a layer norm, a random gather (latency-bound), a sort (CUB)."""
 
 import torch
 

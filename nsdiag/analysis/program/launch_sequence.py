@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.diagnosis import KernelDiagnosis
@@ -22,7 +23,7 @@ from nsdiag.analysis.program.user_range import program_ranges
 from nsdiag.analysis.region.sequence import synced_before
 from nsdiag.analysis.region.windows import launch_times
 from nsdiag.model.kernel_facts import parse_kernel_name
-from nsdiag.model.signature import signature_key, signature_keys
+from nsdiag.model.signature import signature_codes, signature_key, signature_keys
 from nsdiag.model.values import number
 
 if TYPE_CHECKING:  # the context builds its launch sequence here
@@ -66,10 +67,8 @@ def _from_signature(frame: pd.DataFrame, profiled: Mapping[str, KernelDiagnosis]
     """Columns from each launch's profiled signature, bytes scaled by the launch's duration
     (over the profiled mean: the bytes are the profiled launches'). Keyed once per launch, looked
     up once per signature."""
-    keys = signature_keys(frame)
-    distinct = pd.Index(keys.unique())
-    found = [profiled.get(key) for key in distinct]
-    where = distinct.get_indexer(keys)
+    where, texts = signature_codes(frame)
+    found = [profiled.get(key) for key in texts]
 
     def metric(name: str) -> np.ndarray:
         return np.asarray(np.array([_metric(k, name) for k in found], dtype="float64")[where])
@@ -82,30 +81,35 @@ def _from_signature(frame: pd.DataFrame, profiled: Mapping[str, KernelDiagnosis]
             "read_bytes": metric("dram_read_bytes") * scale,
             "write_bytes": metric("dram_write_bytes") * scale,
             "best_bytes_per_s": metric("dram_bytes_per_second"),
-            "bound": [bounds[i] for i in where],
+            "bound": np.array(bounds, dtype=object)[where],
             "dram_pct": metric("dram_throughput_pct"),
             "tensor_pct": metric("pipe_tensor_pct"),
         },
         index=frame.index,
+        copy=False,  # fresh arrays
     )
 
 
-def _kinds(names: pd.Series) -> list[str]:
-    """Each launch's kernel_facts kind, parsed once per distinct name."""
+def _kinds(names: pd.Series) -> npt.NDArray[np.object_]:
+    """Each launch's kernel_facts kind, parsed once per distinct name (an array of strings: a
+    list of a million would be made and checked again by pandas)."""
     codes, distinct = pd.factorize(names, use_na_sentinel=False)
     kinds = np.array([parse_kernel_name(n).kind or "" for n in distinct], dtype=object)
-    return list(kinds[codes].tolist())
+    return np.asarray(kinds[codes])
 
 
 def from_timeline(ctx: ProgramContext) -> pd.DataFrame:
     """The region's kernel launches (ctx.session is the region's part of the session)."""
     timeline = ctx.session.timeline
-    kernels = timeline[timeline["kind"] == "kernel"] if len(timeline) else timeline
-    if not len(kernels):
+    # only the columns read here: a million-row timeline has two dozen
+    read = ("start_ns", "api_start_ns", "name", "grid", "block", "process_id", "stream")
+    wanted = [c for c in (*read, "nvtx_range", "duration_ns") if c in timeline]
+    rows = np.flatnonzero((timeline["kind"] == "kernel").to_numpy() if len(timeline) else [])
+    if not len(rows):
         return pd.DataFrame(columns=list(COLUMNS))
-    launch = launch_times(kernels)
+    launch = launch_times(timeline)[rows]
     order = np.argsort(launch, kind="stable")
-    k = kernels.iloc[order].reset_index(drop=True)
+    k = timeline[wanted].iloc[rows[order]].reset_index(drop=True)  # one copy, in launch order
     launch = launch[order]
     rng = k["nvtx_range"] if "nvtx_range" in k else pd.Series("", index=k.index)
     frame = pd.DataFrame(
@@ -119,7 +123,8 @@ def from_timeline(ctx: ProgramContext) -> pd.DataFrame:
             "launch_ns": launch,
             "duration_ns": pd.to_numeric(k["duration_ns"], errors="coerce").fillna(0.0),
             "synced_before": synced_before(launch, ctx.session.api_calls),
-        }
+        },
+        copy=False,  # `k` is this function's own
     )
     frame["kind"] = _kinds(frame["name"])
     frame = pd.concat([frame, _from_signature(frame, _profiled(ctx.kernels))], axis=1)

@@ -33,8 +33,8 @@ UNNAMED = ""
 
 def program_ranges(names: npt.ArrayLike) -> npt.NDArray[np.object_]:
     """`names` with library ranges (and missing values) as UNNAMED."""
-    values = pd.Series(np.asarray(names, dtype=object))
-    codes, distinct = pd.factorize(values, use_na_sentinel=True)
+    # factorised as objects (a Series would first check a million values are strings)
+    codes, distinct = pd.factorize(np.asarray(names, dtype=object), use_na_sentinel=True)
     mapped = np.array(
         [UNNAMED if library_of(str(n)) is not None else str(n) for n in distinct] + [UNNAMED],
         dtype=object,
@@ -47,12 +47,11 @@ def activity_ranges(acts: pd.DataFrame, nvtx: pd.DataFrame | None) -> npt.NDArra
     or start_ns): the innermost program range open at its launch on its thread, else on another
     thread of its process (module docstring); UNNAMED where none. Without the NVTX table's
     threads, the readers' `nvtx_range` less the library ranges."""
-    recorded = program_ranges(_column(acts, "nvtx_range"))
     needed = {"process_id", "thread_id", "start_ns", "end_ns", "name"}
     if nvtx is None or not len(nvtx) or not needed <= set(nvtx.columns):
-        return recorded
+        return program_ranges(_column(acts, "nvtx_range"))
     if not {"process_id", "thread_id"} <= set(acts.columns):
-        return recorded
+        return program_ranges(_column(acts, "nvtx_range"))
     mine = user_ranges(nvtx)
     if not len(mine):
         return np.full(len(acts), UNNAMED, dtype=object)
@@ -62,10 +61,10 @@ def activity_ranges(acts: pd.DataFrame, nvtx: pd.DataFrame | None) -> npt.NDArra
     tids = pd.to_numeric(acts["thread_id"], errors="coerce").fillna(-1).to_numpy("int64")
     out = np.full(len(acts), UNNAMED, dtype=object)
     on_thread = _innermost(mine, ["process_id", "thread_id"], (pids, tids), times)
-    in_process = _innermost(mine, ["process_id"], (pids,), times)
     found = on_thread != UNNAMED
     out[found] = on_thread[found]
-    out[~found] = in_process[~found]
+    elsewhere = ~found  # only these are looked up on the process's other threads
+    out[elsewhere] = _innermost(mine, ["process_id"], (pids[elsewhere],), times[elsewhere])
     return _as_instances_of(out, mine["name"].astype(str).unique())
 
 

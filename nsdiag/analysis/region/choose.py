@@ -103,13 +103,15 @@ def choose_region(
     step by their collectives."""
     bounds = trace_bounds([timeline, api, nvtx])
     timeline, api, nvtx = reference_rank(timeline, api, nvtx)
-    kernels, launches = kernels_in_launch_order(timeline)
+    rows, launches = kernels_in_launch_order(timeline)
     if request != "auto":
         return _user_region(request, nvtx, launches, bounds)
     windows = profiler_windows(api, bounds[1])
     if windows:
         return profiler_region(windows, launches, bounds)
-    found = nvtx_region(nvtx, launches, bounds) or sequence_region(kernels, launches, api, bounds)
+    found = nvtx_region(nvtx, launches, bounds) or sequence_region(
+        timeline.iloc[rows], launches, api, bounds
+    )
     return found or _after_start_up(launches, bounds)
 
 

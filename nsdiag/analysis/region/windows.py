@@ -111,11 +111,17 @@ def trace_bounds(frames: list[pd.DataFrame]) -> Window:
     return (min(starts), max(ends)) if starts else (0, 0)
 
 
-def kernels_in_launch_order(timeline: pd.DataFrame) -> tuple[pd.DataFrame, IntArray]:
-    kernels = timeline[timeline["kind"] == "kernel"] if "kind" in timeline else timeline
-    launches = launch_times(kernels)
+def kernels_in_launch_order(timeline: pd.DataFrame) -> tuple[IntArray, IntArray]:
+    """The kernels' row positions in `timeline`, in launch order, and their launch times: the
+    caller takes the rows (`timeline.iloc[rows]`) only where it reads them."""
+    rows = (
+        np.flatnonzero((timeline["kind"] == "kernel").to_numpy())
+        if "kind" in timeline
+        else np.arange(len(timeline))
+    )
+    launches = launch_times(timeline)[rows]
     order = np.argsort(launches, kind="stable")
-    return kernels.iloc[order], launches[order]
+    return rows[order], launches[order]
 
 
 def counts(launches: IntArray, windows: list[Window], ordered: bool = False) -> list[int]:

@@ -103,7 +103,8 @@ def launch_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     params = LAUNCH_BOUND.params_of(rule)
     account = ctx.waits
     n, per = _per_iteration(ctx)
-    kernels = ctx.view.acts[ctx.view.acts["stage"] == "kernel"]
+    acts = ctx.view.acts
+    kernels = acts.loc[acts["stage"] == "kernel", ["device", "start_ns", "end_ns"]]
 
     def draft(device: int, name: str, group: pd.DataFrame, saved: float) -> Draft:
         mine = kernels[kernels["device"] == device]

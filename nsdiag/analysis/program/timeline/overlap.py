@@ -83,7 +83,10 @@ def overlap_summary(
     pinned-copy model's (PAGEABLE_MEMCPY's, its defaults when None)."""
     if pinned_params is None:
         pinned_params = PAGEABLE_MEMCPY.defaults
-    acts = v.acts[v.acts["stage"] != ""]
+    staged = (v.acts["stage"] != "").to_numpy()
+    columns = ["device", "range_code", "range", "stage", "start_ns", "end_ns", "stream"]
+    # every activity has a stage (most timelines): read as it is, no copy
+    acts = v.acts if staged.all() else v.acts.loc[staged, columns]
     if acts.empty:
         return []
     pair = (

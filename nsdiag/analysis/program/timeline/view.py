@@ -169,20 +169,14 @@ def _activities(timeline: pd.DataFrame, nvtx: pd.DataFrame | None = None) -> pd.
     }
     cols["end_ns"] = np.maximum(cols["end_ns"], cols["start_ns"])
     order = np.lexsort((cols["end_ns"], cols["start_ns"], cols["device"]))
-    acts = pd.DataFrame({c: v[order] for c, v in cols.items()})
-    extra = _labels(timeline, order, nvtx)
-    acts = pd.concat(
-        [
-            acts,
-            pd.DataFrame(
-                {
-                    k: pd.Series(v, dtype=v.dtype if v.dtype != object else object)
-                    for k, v in extra.items()
-                }
-            ),
-        ],
-        axis=1,
+    columns: dict[str, np.ndarray | pd.Series] = {c: v[order] for c, v in cols.items()}
+    # one frame built once from fresh arrays (no concat, no copies); string columns stay
+    # object columns (pandas would make them `str`)
+    columns.update(
+        (k, pd.Series(v, dtype=object, copy=False) if v.dtype == object else v)
+        for k, v in _labels(timeline, order, nvtx).items()
     )
+    acts = pd.DataFrame(columns, copy=False)
     acts["segment"] = _segment_ids(acts)
     return acts
 
@@ -205,11 +199,12 @@ def _labels(
         if "bytes" in timeline
         else np.full(len(order), np.nan)
     )
-    is_copy = kind == "memcpy"
-    copy_kind = pd.Series(extra["copy_kind"])
-    stage = np.where(kind == "kernel", "kernel", "").astype(object)
-    stage[is_copy & copy_kind.isin(HOST_TO_DEVICE).to_numpy()] = "h2d"
-    stage[is_copy & copy_kind.isin(DEVICE_TO_HOST).to_numpy()] = "d2h"
+    stage = np.full(len(kind), "", dtype=object)
+    stage[kind == "kernel"] = "kernel"
+    copies = np.flatnonzero(kind == "memcpy")
+    copy_kind = pd.Series(extra["copy_kind"][copies], dtype=object)
+    stage[copies[copy_kind.isin(HOST_TO_DEVICE).to_numpy()]] = "h2d"
+    stage[copies[copy_kind.isin(DEVICE_TO_HOST).to_numpy()]] = "d2h"
     extra["stage"] = stage
     return extra
 
@@ -249,7 +244,8 @@ def _segments(acts: pd.DataFrame) -> pd.DataFrame:
             ),
             "range": acts["range"].to_numpy()[first],
             "first_row": first,
-        }
+        },
+        copy=False,  # fresh arrays
     )
 
 
@@ -269,7 +265,8 @@ def _inside(gaps: pd.DataFrame, windows: Sequence[tuple[int, int]]) -> pd.DataFr
         first = np.where(part > 0, np.minimum(first, lo), first)
         last = np.where(part > 0, np.maximum(last, hi), last)
     keep = length > 0
-    clipped = gaps[keep].copy()
+    # the frame is prepare's own: filtered (a new frame) only where a gap goes, never copied
+    clipped = gaps if keep.all() else gaps[keep]
     clipped["start_ns"], clipped["end_ns"] = first[keep], last[keep]
     clipped["length"] = length[keep]
     return clipped
@@ -286,15 +283,22 @@ def _gaps(segments: pd.DataFrame, acts: pd.DataFrame) -> pd.DataFrame:
             "start_ns": segments["end_ns"].to_numpy()[before],
             "end_ns": segments["start_ns"].to_numpy()[before + 1],
             "seg": before,
-        }
+        },
+        copy=False,  # fresh arrays
     )
     gaps["length"] = (gaps["end_ns"] - gaps["start_ns"]).astype("float64")
-    nxt = acts.loc[segments["first_row"].to_numpy()[before + 1]]
-    gaps["next_range"] = nxt["range"].to_numpy(dtype=object)
-    latency = (nxt["start_ns"] - nxt["api_start_ns"]).to_numpy()
-    gaps["next_latency_ns"] = np.where(
-        nxt["api_start_ns"].to_numpy() > 0, np.clip(latency, 0, None), 0
-    ).astype("float64")
-    gaps["process_id"] = nxt["process_id"].to_numpy()
-    gaps["thread_id"] = nxt["thread_id"].to_numpy()
+    # the first activity after each gap: only the columns read (not a copy of every column)
+    nxt = segments["first_row"].to_numpy()[before + 1].astype("intp")
+
+    def after(column: str) -> npt.NDArray[np.int64]:
+        return np.asarray(acts[column].to_numpy("int64")[nxt])
+
+    gaps["next_range"] = acts["range"].to_numpy(dtype=object)[nxt]
+    api_start = after("api_start_ns")
+    latency = after("start_ns") - api_start
+    gaps["next_latency_ns"] = np.where(api_start > 0, np.clip(latency, 0, None), 0).astype(
+        "float64"
+    )
+    gaps["process_id"] = after("process_id")
+    gaps["thread_id"] = after("thread_id")
     return gaps

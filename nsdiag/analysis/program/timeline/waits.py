@@ -31,7 +31,7 @@ host_wait.py report disjoint parts).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,10 +107,12 @@ def account(
             "process_id": gaps["process_id"].to_numpy("int64"),
         },
         index=gaps.index,
+        copy=False,  # the view's columns are read, never written: not copied
     )
     has_api = bool(len(api)) and {"thread_id", "start_ns", "end_ns", "name"} <= set(api.columns)
+    names = _Names(api["name"].astype(str).to_numpy(dtype=object) if has_api else [])
     shares, stretches = (
-        _host_shares(frame, api, min_cpu_stretch_ns)
+        _host_shares(frame, api, min_cpu_stretch_ns, names)
         if has_api and len(frame)
         else (_unknown(len(frame)), _no_stretches())
     )
@@ -121,13 +123,14 @@ def account(
     iterations["sync_ns"] = _sync_claims(iterations, view, region)
     _claim_for_syncs(frame, iterations)
     frame["other"] = frame["alloc"] + frame["wait"] + frame["unknown"]
-    names = api["name"].astype(str) if has_api else pd.Series([], dtype=str)
     return WaitAccount(
         gaps=frame,
         iterations=iterations,
         cpu_stretches=stretches,
-        graph_launches=int(names.isin(_GRAPH_LAUNCH).sum()),
-        kernel_launches=int(names.str.contains(r"^cu(?:da)?LaunchKernel", regex=True).sum()),
+        graph_launches=int(names.test(lambda u: u.isin(_GRAPH_LAUNCH)).sum()),
+        kernel_launches=int(
+            names.test(lambda u: u.str.contains(r"^cu(?:da)?LaunchKernel", regex=True)).sum()
+        ),
         has_api=has_api,
         min_cpu_stretch_ns=min_cpu_stretch_ns,
     )
@@ -163,12 +166,29 @@ class _Thread:
     copy_soon: npt.NDArray[np.bool_]
 
 
-def _threads(api: pd.DataFrame) -> dict[int, _Thread]:
-    names = api["name"].astype(str).to_numpy(dtype=object)
+class _Names:
+    """The CUDA calls' names, each distinct name numbered once: a million calls have a few dozen
+    names, so a string test runs once per distinct name."""
+
+    def __init__(self, names: npt.ArrayLike) -> None:
+        self.values = np.asarray(names, dtype=object)
+        self.codes, uniques = pd.factorize(self.values, use_na_sentinel=False)
+        self.distinct = pd.Series(uniques, dtype="str")  # as pandas holds the names
+
+    def test(self, test: Callable[[pd.Series], pd.Series]) -> npt.NDArray[np.bool_]:
+        """`test` (a string test of a Series of names, as pandas runs it) per call."""
+        if not len(self.distinct):
+            return np.zeros(len(self.values), dtype=bool)
+        return np.asarray(test(self.distinct), dtype=bool)[self.codes]
+
+
+def _threads(api: pd.DataFrame, calls: _Names) -> dict[int, _Thread]:
+    names = calls.values
     kind = np.full(len(api), CATEGORIES.index("launch"), dtype="int64")
-    kind[pd.Series(names).str.contains(ALLOC_PATTERN, regex=True).to_numpy()] = CATEGORIES.index(
+    kind[calls.test(lambda u: u.str.contains(ALLOC_PATTERN, regex=True))] = CATEGORIES.index(
         "alloc"
     )
+    memcpy = calls.test(lambda u: u.str.contains("Memcpy", regex=False))
     if "is_sync" in api:
         kind[api["is_sync"].astype(bool).to_numpy()] = CATEGORIES.index("wait")
     out: dict[int, _Thread] = {}
@@ -187,7 +207,7 @@ def _threads(api: pd.DataFrame) -> dict[int, _Thread]:
         # is a sync if any call in it is, else an allocation if any is, else a launch
         priority = np.array([0, 0, 1, 2, 0])[kind[order]]  # launch < alloc < wait
         top = np.maximum.reduceat(priority, first)
-        is_copy = np.char.find(names[order].astype(str), "Memcpy") >= 0
+        is_copy = memcpy[order]
         copy_at = np.where(is_copy, s, np.iinfo("int64").max)
         # the first copy at or after each interval's start: a suffix minimum over the calls
         next_copy = np.minimum.accumulate(copy_at[::-1])[::-1][first]
@@ -195,18 +215,18 @@ def _threads(api: pd.DataFrame) -> dict[int, _Thread]:
             starts=s[first],
             ends=np.maximum.reduceat(reach, first),
             kind=np.array([0, 2, 3])[top],
-            first_name=names[order][first],
-            last_name=names[order][last],
+            first_name=names[order[first]],
+            last_name=names[order[last]],
             copy_soon=(next_copy - s[first]) <= COPY_SOON_NS,
         )
     return out
 
 
 def _host_shares(
-    gaps: pd.DataFrame, api: pd.DataFrame, min_cpu_ns: float
+    gaps: pd.DataFrame, api: pd.DataFrame, min_cpu_ns: float, names: _Names
 ) -> tuple[npt.NDArray[np.float64], pd.DataFrame]:
     """Per gap, the share of its samples in each category; and the CPU stretches seen."""
-    threads = _threads(api)
+    threads = _threads(api, names)
     n = len(gaps)
     counts = np.zeros((n, len(CATEGORIES)))
     offsets = (np.arange(SAMPLES) + 0.5) / SAMPLES
@@ -220,6 +240,13 @@ def _host_shares(
         thread = threads.get(int(tid))
         if thread is None or not len(thread.starts):
             counts[rows, CATEGORIES.index("unknown")] = SAMPLES
+            continue
+        # a gap whose samples all fall in one run of a category other than CPU work (most
+        # gaps: the host launching throughout) is that category; only the others are sampled
+        cat, single = _single_run(thread, starts[rows], ends[rows], offsets, min_cpu_ns)
+        counts.reshape(-1)[rows[single] * len(CATEGORIES) + cat[single]] = SAMPLES
+        rows = rows[~single]
+        if not len(rows):
             continue
         times = starts[rows, None] + offsets[None, :] * (ends[rows] - starts[rows])[:, None]
         times = times.astype("int64")
@@ -259,7 +286,48 @@ def _host_shares(
                 )
             )
     stretches = _stretches(stretch_rows)
-    return counts / SAMPLES, stretches
+    counts /= SAMPLES  # in place: the shares
+    return counts, stretches
+
+
+def _single_run(
+    thread: _Thread,
+    starts: npt.NDArray[np.int64],
+    ends: npt.NDArray[np.int64],
+    offsets: npt.NDArray[np.float64],
+    min_cpu_ns: float,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Per gap, whether all its samples fall in one run of consecutive stretches of one category
+    other than `cpu`, and that category. The thread's time is cut at each interval's start and
+    end: inside interval j its kind, after it (until the next start) `cpu` or `launch` by the
+    length of the stretch, as _host_shares decides per sample (with the same integer sentinels
+    before the first and after the last call). The sample times grow monotonically along a
+    gap, so the first and last sample (computed as _host_shares computes them) in one run
+    means every sample is in it. Two changes at one time (a call of no duration) make a run
+    no sample can be in: gaps across it are sampled, as are the rest."""
+    cpu, launch = CATEGORIES.index("cpu"), CATEGORIES.index("launch")
+    # the stretch before each interval (j = 0..n-1) and after the last
+    prev_end = np.concatenate([[np.iinfo("int64").min // 2], thread.ends])
+    next_start = np.concatenate([thread.starts, [np.iinfo("int64").max // 2]])
+    free = np.where((next_start - prev_end) >= min_cpu_ns, cpu, launch)
+    # The category changes where interval j starts (its kind differs from the stretch before)
+    # and where it ends (differs from the stretch after), in time order (positions 2j+1 and
+    # 2j+2 in the cut sequence start_0, end_0, ...): a host launching throughout changes
+    # category a few hundred times in a million calls.
+    enter = np.flatnonzero(thread.kind != free[:-1])
+    leave = np.flatnonzero(thread.kind != free[1:])
+    order = np.argsort(np.concatenate([2 * enter + 1, 2 * leave + 2]), kind="stable")
+    changes = np.concatenate([thread.starts[enter], thread.ends[leave]])[order]
+    run_category = np.concatenate([free[:1], thread.kind[enter], free[leave + 1]])
+    run_category[1:] = run_category[1:][order]
+    span = ends - starts
+    first = (starts + offsets[0] * span).astype("int64")
+    last = (starts + offsets[-1] * span).astype("int64")
+    # a sample's run: the changes at or before it
+    run_first = np.searchsorted(changes, first, side="right")
+    run_last = np.searchsorted(changes, last, side="right")
+    cat = run_category[run_first]
+    return cat, (run_first == run_last) & (cat != cpu)
 
 
 def _stretches(rows: list[pd.DataFrame]) -> pd.DataFrame:
@@ -314,17 +382,24 @@ def _iterations(
     )
     s_start = syncs["start_ns"].to_numpy("int64")
     s_end = syncs["end_ns"].to_numpy("int64")
+    per_iteration = region is not None and bool(region.iterations)
+    # each iteration's gaps as one block of rows, in their order (one stable sort, not a scan
+    # of every gap per iteration); sums are taken over the same values in the same order
+    which = gaps["iteration"].to_numpy("int64") if per_iteration else np.zeros(len(gaps), "int64")
+    order = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[order], np.arange(len(windows) + 1), side="left")
+    idle = gaps["idle_ns"].to_numpy("float64")[order]
+    opened_rows = gaps["opened"].to_numpy(bool)[order]
+    by_device = gaps.groupby([which, gaps["device"].to_numpy()], sort=True)["idle_ns"].sum()
+    least = by_device.groupby(level=0, sort=True).min()
     for index, (start, end) in enumerate(windows):
         wall = float(end - start)
-        mine = (
-            gaps[gaps["iteration"] == index] if region is not None and region.iterations else gaps
-        )
-        idle_by_device = mine.groupby("device")["idle_ns"].sum()
-        idle = float(idle_by_device.min()) if len(idle_by_device) else 0.0
-        busy = max(wall - idle, 0.0)
+        lo, hi = int(bounds[index]), int(bounds[index + 1])
+        idle_min = float(least.get(index, 0.0)) if lo < hi else 0.0
+        busy = max(wall - idle_min, 0.0)
         blocked = _union_inside(s_start, s_end, start, end)
         host = max(wall - blocked, 0.0)
-        opened = float(mine.loc[mine["opened"], "idle_ns"].sum())
+        opened = _nansum(idle[lo:hi][opened_rows[lo:hi]])
         slack = max(wall - max(host, busy), 0.0)
         rows.append(
             {
@@ -339,6 +414,13 @@ def _iterations(
             }
         )
     return pd.DataFrame(rows)
+
+
+def _nansum(values: npt.NDArray[np.float64]) -> float:
+    """The sum pandas' Series.sum gives (NaN as 0, then numpy's sum of the array)."""
+    values = values.copy()
+    values[np.isnan(values)] = 0.0
+    return float(values.sum())
 
 
 def _sync_claims(iterations: pd.DataFrame, view: TimelineView, region: Region | None) -> pd.Series:
