@@ -93,7 +93,7 @@ class _Rows:
             line = self._line()
             if not line:
                 return None
-            if line.startswith('"'):
+            if line.startswith('"') and line.count('"') % 2:  # a cell goes on
                 line = self._whole_quotes(line)
             if not line.endswith(("\n", "\r")):
                 if line.count('"') % 2 or len(_cells(line)) < self._fields:

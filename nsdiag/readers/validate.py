@@ -40,7 +40,10 @@ def numeric_metrics(
     """`raw` with its metric columns checked (see the module's rules), and the warnings."""
     warnings: list[str] = []
     fixed: dict[str, pd.Series] = {}
-    for column in raw.columns:
+    clean = _clean_numeric_columns(raw, units)
+    for position, column in enumerate(raw.columns):
+        if position in clean:
+            continue  # numbers already, none impossible: nothing to check one by one
         series = original = raw[column]
         if _is_text(series):
             converted = _mostly_numbers(series)
@@ -77,6 +80,27 @@ def numeric_metrics(
     if fixed:
         raw = raw.assign(**fixed)
     return raw, warnings
+
+
+def _clean_numeric_columns(raw: pd.DataFrame, units: dict[str, str]) -> set[int]:
+    """Positions of the numeric columns with no infinite value (and no negative one where the
+    unit forbids it), found in one pass over them all: a raw page has some 2,000 metric
+    columns, nearly all numbers and fine, which column by column cost 50 ms a read."""
+    numeric = [
+        i
+        for i, dtype in enumerate(raw.dtypes)
+        if pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)
+    ]
+    if not numeric or not len(raw):
+        return set(numeric)
+    values = raw.iloc[:, numeric].to_numpy(dtype="float64", na_value=np.nan)
+    non_negative = np.array(
+        [units.get(str(raw.columns[i]), "") in NON_NEGATIVE_UNITS for i in numeric]
+    )
+    with np.errstate(invalid="ignore"):
+        bad = np.isinf(values) | ((values < 0) & non_negative[None, :])
+    flagged = bad.any(axis=0)
+    return {i for i, f in zip(numeric, flagged, strict=True) if not f}
 
 
 def _mostly_numbers(series: pd.Series) -> pd.Series | None:
