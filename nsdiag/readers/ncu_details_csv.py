@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from nsdiag.errors import InputError
@@ -101,13 +102,19 @@ def _metrics(
     a warning for values with a unit that are not numbers."""
     metric_rows = frame[frame["Metric Name"] != ""]
     text = metric_rows["Metric Value"].str.replace(",", "", regex=False).str.strip()
-    values = pd.to_numeric(text, errors="coerce").where(
-        ~text.str.lower().str.lstrip("+-").eq("nan")
-    )
+    # 'nan' and '-nan' read as missing already; only cells read as missing can be those words
+    values = pd.to_numeric(text, errors="coerce")
     warnings = _not_numbers(metric_rows, values, source)
-    factors = metric_rows["Metric Unit"].map(lambda u: parse_unit(u)[1])
+    # each distinct unit parsed once (a page of 100,000 rows has a few dozen)
+    codes, units = pd.factorize(metric_rows["Metric Unit"], use_na_sentinel=False)
+    parsed = [parse_unit(u) for u in units]
+    factors = pd.Series(
+        np.array([factor for _, factor in parsed], dtype="float64")[codes],
+        index=metric_rows.index,
+    )
     metric_rows = metric_rows.assign(
-        value=values * factors, base_unit=metric_rows["Metric Unit"].map(lambda u: parse_unit(u)[0])
+        value=values * factors,
+        base_unit=np.array([unit for unit, _ in parsed], dtype=object)[codes],
     )
     by_name = metric_rows["Metric Name"].str.contains("__", regex=False)
 
@@ -135,8 +142,9 @@ def _metrics(
 def _not_numbers(metric_rows: pd.DataFrame, values: pd.Series, source: str) -> list[str]:
     """A metric value that says it is not a number ('-nan', 'nan'): that value is missing.
     (Text values are many and legitimate here: chart data, names, 'n/a'.)"""
-    text = metric_rows["Metric Value"].str.strip()
-    bad = values.isna() & text.str.lower().str.lstrip("+-").eq("nan")
+    missing = values.isna()
+    text = metric_rows["Metric Value"][missing].str.strip()
+    bad = text.str.lower().str.lstrip("+-").eq("nan").reindex(values.index, fill_value=False)
     if not bad.any():
         return []
     shown = [
