@@ -158,6 +158,16 @@ def test_cli_dry_run_script_with_arguments_and_spaces(
         f"'{fakes['script']}' --epochs 1" in result.output
         and f"'{tmp_path / 'out dir'}/reports/timeline'" in result.output
     )
+    # phase 2's program first, held by ncu; the targeted run attaches to it
+    lines = [line for line in commands.splitlines() if line.strip()]
+    assert " --mode launch " in lines[0] and lines[0].endswith(f"'{fakes['script']}' --epochs 1")
+    attach = next(line for line in lines if " --mode attach " in line)
+    assert "--hostname 127.0.0.1" in attach and str(fakes["script"]) not in attach
+    sequential = CliRunner().invoke(
+        profile_command,
+        ["--dry-run", "--sequential", "--ncu", str(fakes["ncu"]), str(fakes["script"])],
+    )
+    assert sequential.exit_code == 0 and "--mode" not in sequential.output
 
 
 def test_cli_unknown_option_before_the_program() -> None:

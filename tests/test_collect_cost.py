@@ -90,6 +90,17 @@ def test_estimate_is_runs_times_program_plus_launches_times_passes_times_cost() 
     assert cost.estimate("full", 5.0, [10], passes=37).replay_s == pytest.approx(10 * 37 * 2.2 / 38)
 
 
+def test_the_program_run_ahead_is_taken_off_the_estimate() -> None:
+    """A program started beside phase 1 (standby.py) has run its start-up when the first ncu
+    run attaches: those seconds come off that run, never below nothing."""
+    plain = cost.estimate("rules", 15.0, [10], reach=[0.9])
+    ahead = cost.estimate("rules", 15.0, [10], reach=[0.9], ahead_s=12.0)
+    assert plain.runs_s - ahead.runs_s == pytest.approx(12.0)
+    assert "- 12.0 s it ran ahead" in ahead.describe() and ahead.to_json()["ahead_s"] == 12.0
+    assert "ahead" not in plain.describe() and "ahead_s" not in plain.to_json()
+    assert cost.estimate("rules", 15.0, [10], ahead_s=60.0).runs_s == pytest.approx(plain.replay_s)
+
+
 # Ten kernels launched once each, the first the most expensive: one signature each.
 TEN = timeline([(f"void k{i}()", f"k{i}", G1, B, 1000.0 - 50 * i) for i in range(10)])
 SETTINGS = rounds.PlanSettings(coverage=1.0, program_s=5.0)

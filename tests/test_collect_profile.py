@@ -364,3 +364,14 @@ def test_waiting_programs_get_port_ranges_no_attach_scans_twice() -> None:
     assert None not in bases
     ranges = [set(range(b, b + standby.CONNECTIONS)) for b in bases if b is not None]
     assert all(a.isdisjoint(b) for i, a in enumerate(ranges) for b in ranges[i + 1 :])
+
+
+def test_the_start_up_before_the_first_cuda_call_is_read_off_the_timeline() -> None:
+    """What a program started ahead has already run: the trace's first CUDA call (nsys starts
+    its clock with the program); nothing without CUDA calls."""
+    from nsdiag.collect.phase1 import _first_cuda_call_s
+
+    session = nsdiag.load(DATA / "third_party" / "bert_serve_graph.sqlite.gz")
+    assert _first_cuda_call_s(session) == pytest.approx(17.187, abs=0.01)
+    session.api_calls = session.api_calls.iloc[:0]
+    assert _first_cuda_call_s(session) == 0.0
