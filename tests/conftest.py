@@ -11,9 +11,10 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -237,3 +238,15 @@ def unattached(argv: list[str]) -> list[str]:
     if argv[:2] != ["--mode", "attach"]:
         return argv
     return argv[8:]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium through playwright, one per module (the browser tests' modules skip
+    themselves where either is missing: tests/test_report_browser.py)."""
+    from tests.test_report_browser import ARGS, CHROMIUM, sync_api
+
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()

@@ -1,7 +1,8 @@
 """Issue 30, the wait account (analysis/program/timeline/waits.py): a gap whose samples all fall
 in one run of one host category is that category without sampling it, and the iterations are
 summed from one sort of the gaps; both give to the last bit what sampling every gap and scanning
-every gap per iteration give (the account's definition, kept here as the reference)."""
+every gap per iteration give (the account's definition: the sampling with the shortcut switched
+off, and the per-iteration scan kept here as the reference)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 
 import nsdiag
 from nsdiag.analysis.program.timeline import waits
-from nsdiag.analysis.program.timeline.waits import CATEGORIES, SAMPLES, _Names, _threads
+from nsdiag.analysis.program.timeline.waits import CATEGORIES, _Names
 
 DATA = Path(__file__).parent / "data"
 
@@ -25,57 +26,16 @@ DATA = Path(__file__).parent / "data"
 def _sampled(
     gaps: pd.DataFrame, api: pd.DataFrame, min_cpu_ns: float
 ) -> tuple[npt.NDArray[np.float64], pd.DataFrame]:
-    """The account's definition: every gap sampled SAMPLES times on its launching thread."""
-    threads = _threads(api, _Names(api["name"].astype(str).to_numpy(dtype=object)))
-    n = len(gaps)
-    counts = np.zeros((n, len(CATEGORIES)))
-    offsets = (np.arange(SAMPLES) + 0.5) / SAMPLES
-    tids = gaps["thread_id"].to_numpy("int64")
-    starts, ends = gaps["start_ns"].to_numpy("int64"), gaps["end_ns"].to_numpy("int64")
-    idle = gaps["idle_ns"].to_numpy("float64")
-    pids = gaps["process_id"].to_numpy("int64")
-    stretch_rows: list[pd.DataFrame] = []
-    for tid in np.unique(tids):
-        rows = np.flatnonzero(tids == tid)
-        thread = threads.get(int(tid))
-        if thread is None or not len(thread.starts):
-            counts[rows, CATEGORIES.index("unknown")] = SAMPLES
-            continue
-        times = starts[rows, None] + offsets[None, :] * (ends[rows] - starts[rows])[:, None]
-        times = times.astype("int64")
-        i = np.searchsorted(thread.starts, times, side="right") - 1
-        inside = (i >= 0) & (times < thread.ends[np.clip(i, 0, None)])
-        prev_end = np.where(i >= 0, thread.ends[np.clip(i, 0, None)], np.iinfo("int64").min // 2)
-        nxt = np.clip(i + 1, 0, len(thread.starts) - 1)
-        next_start = np.where(
-            i + 1 < len(thread.starts), thread.starts[nxt], np.iinfo("int64").max // 2
-        )
-        long_stretch = (next_start - prev_end) >= min_cpu_ns
-        category = np.where(
-            inside,
-            thread.kind[np.clip(i, 0, None)],
-            np.where(long_stretch, CATEGORIES.index("cpu"), CATEGORIES.index("launch")),
-        )
-        for c in range(len(CATEGORIES)):
-            counts[rows, c] = (category == c).sum(axis=1)
-        cpu = ~inside & long_stretch & (i >= 0) & (i + 1 < len(thread.starts))
-        r, k = np.nonzero(cpu)
-        if len(r):
-            stretch_rows.append(
-                pd.DataFrame(
-                    {
-                        "process_id": pids[rows[r]],
-                        "thread_id": int(tid),
-                        "start_ns": prev_end[r, k],
-                        "end_ns": next_start[r, k],
-                        "idle_ns": idle[rows[r]] / SAMPLES,
-                        "before": thread.last_name[i[r, k]],
-                        "after": thread.first_name[nxt[r, k]],
-                        "after_copy": thread.copy_soon[nxt[r, k]],
-                    }
-                )
-            )
-    return counts / SAMPLES, waits._stretches(stretch_rows)
+    """The account's definition: every gap sampled SAMPLES times on its launching thread (the
+    shortcut switched off: no gap is taken as one run)."""
+
+    def no_single_run(thread: Any, starts: Any, *args: Any) -> tuple[Any, Any]:
+        return np.zeros(len(starts), "int64"), np.zeros(len(starts), bool)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(waits, "_single_run", no_single_run)
+        names = _Names(api["name"].astype(str).to_numpy(dtype=object))
+        return waits._host_shares(gaps, api, min_cpu_ns, names)
 
 
 def _host(seed: int, n_calls: int = 400, n_gaps: int = 300) -> tuple[pd.DataFrame, pd.DataFrame]:

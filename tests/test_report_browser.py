@@ -48,14 +48,6 @@ if not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture(scope="module")
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Reports from every fixture, one with a timeline, and one with hostile names everywhere."""
     out = tmp_path_factory.mktemp("reports")

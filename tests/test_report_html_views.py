@@ -22,17 +22,9 @@ from nsdiag.analysis.engine import diagnose
 from nsdiag.render import render
 from tests.conftest import DATA
 from tests.test_render import fixture_case
-from tests.test_report_browser import ARGS, CHROMIUM, sync_api
+from tests.test_report_browser import sync_api  # noqa: F401  (skips without playwright)
 
 WIDE = {"width": 1400, "height": 1000}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ import nsdiag
 from nsdiag.analysis.engine import diagnose
 from nsdiag.render import render
 from tests.conftest import DATA
-from tests.test_report_browser import Page, browser  # noqa: F401  (the browser fixture)
+from tests.test_report_browser import Page
 
 
-def test_tensor_roofs_draw_in_the_browser(browser: Any, tmp_path: Path) -> None:  # noqa: F811
+def test_tensor_roofs_draw_in_the_browser(browser: Any, tmp_path: Path) -> None:
     session = nsdiag.load(DATA / "programs/gemm_shapes.raw.csv.gz")
     report = tmp_path / "gemms.html"
     report.write_text(render(diagnose(session), session, "html"), encoding="utf-8")

@@ -18,6 +18,7 @@ from nsdiag.collect.options import ProfileOptions, Progress
 from nsdiag.collect.plan import Plan
 from nsdiag.collect.program import child_env
 from nsdiag.collect.standby import Standby
+from nsdiag.collect.standby import start as start_held
 from nsdiag.model.session import Session
 
 
@@ -116,9 +117,7 @@ class RunState:
     def start_standby(self, name: str) -> Standby | None:
         """A targeted run's program, started now and held by ncu (standby.py), logged as `name`;
         ended with the run whatever happens (profile.py)."""
-        from nsdiag.collect import standby
-
-        started = standby.start(self.ncu.path, self.program, self.sd.log(name), self.env)
+        started = start_held(self.ncu.path, self.program, self.sd.log(name), self.env)
         if started is not None:
             self.standbys.append(started)
         return started

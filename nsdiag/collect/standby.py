@@ -40,15 +40,14 @@ class Standby:
 
     proc: subprocess.Popen[bytes]
     port: int
-    log: Path
     started: float = field(default_factory=time.monotonic)
-    attached: bool = False
+    ended: bool = False  # attached to and ended, or ended unused
 
     def head_start_s(self) -> float:
         return time.monotonic() - self.started
 
     def waiting(self) -> bool:
-        return not self.attached and self.proc.poll() is None
+        return not self.ended and self.proc.poll() is None
 
     def attach_argv(self, argv: Sequence[str], program: Sequence[str]) -> list[str]:
         return cmd.ncu_attach(argv, program, self.port, CONNECTIONS)
@@ -56,7 +55,7 @@ class Standby:
     def end(self) -> None:
         """End the program and its launcher (idempotent): after the attached run profiled what
         it planned, or when it is not needed."""
-        self.attached = True
+        self.ended = True
         if self.proc.poll() is None or runner.group_alive(self.proc.pid):
             runner.stop_group(self.proc, grace_s=(1.0, 2.0))
 
@@ -79,7 +78,7 @@ def start(
     if port is None:
         return None
     proc = runner.start_detached(cmd.ncu_launch(ncu, program, port, CONNECTIONS), log, env)
-    return Standby(proc, port, log)
+    return Standby(proc, port)
 
 
 # Ports handed to programs this process started: an attaching ncu scans its whole range, so two
