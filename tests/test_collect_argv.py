@@ -284,3 +284,39 @@ def test_regex_escaping_keeps_plain_characters() -> None:
     assert cmd.regex_escape("operator()<int, 2>") == r"operator\(\)<int, 2>"
     assert cmd.function_regex(["a.b", "c$d", "a.b"]) == r"regex:^(a\.b|c\$d)$"
     assert cmd.nvtx_include("step") == "step/" and cmd.nvtx_include("a/b/") == "a/b/"
+
+
+def test_nsys_profile_records_pytorch_functions_when_asked() -> None:
+    argv = cmd.nsys_profile("nsys", "t", ["python3", "train.py"], pytorch_functions=True)
+    assert argv[argv.index("node") + 1] == "--pytorch=functions-trace"
+    assert "--pytorch=functions-trace" not in cmd.nsys_profile("nsys", "t", ["./app"])
+
+
+@pytest.mark.parametrize(
+    ("program", "torch_found", "version", "expected"),
+    [
+        (["/opt/venv/bin/python3", "train.py"], True, (2025, 3, 1, 0), True),
+        (["python3.12", "-m", "mypkg.train"], True, (2025, 3, 1, 0), True),
+        (["torchrun", "--nproc-per-node", "2", "train.py"], True, (2025, 3, 1, 0), True),
+        (["python", "train.py"], False, (2025, 3, 1, 0), False),  # no torch: nothing to trace
+        (["./app"], True, (2025, 3, 1, 0), False),  # not Python
+        (["python3", "train.py"], True, (2024, 4, 1, 0), False),  # an nsys without --pytorch
+        (["python3", "train.py"], True, None, True),  # a dry run without nsys
+    ],
+)
+def test_pytorch_ranges_for_python_programs_with_torch(
+    monkeypatch: pytest.MonkeyPatch,
+    program: list[str],
+    torch_found: bool,
+    version: tuple[int, ...] | None,
+    expected: bool,
+) -> None:
+    from nsdiag.collect import program as prog
+
+    real = prog.importlib.util.find_spec
+    monkeypatch.setattr(
+        prog.importlib.util,
+        "find_spec",
+        lambda name, *a: (object() if torch_found else None) if name == "torch" else real(name),
+    )
+    assert prog.pytorch_ranges(version, program) is expected

@@ -33,6 +33,14 @@
 #   tools/record_real_programs.sh K   GPT-2 at batch 24 with NSD403's whole fix (no .item() per
 #                                     step, pinned batches copied without blocking); the probe of
 #                                     ending a program under ncu early (tools/probes/probe_ncu_stop.py)
+#   tools/record_real_programs.sh M   naming the code (issue 37): the optimizer stepped one
+#                                     parameter at a time and fused, a histogram by index_add_ and
+#                                     by bincount, pageable and pinned+prefetched batches, GPT-2
+#                                     generate() with a dynamic and a static cache, each as written
+#                                     under `nsdiag profile` (PyTorch function ranges in phase 1)
+#                                     and fixed under nsys; what the ranges cost; ncu's full set on
+#                                     the histogram kernels; the four-phase NVTX program (issue 39);
+#                                     what ncu costs per launch it does not profile (issue 38)
 #   tools/record_real_programs.sh L   (two GPUs, nvidia-h200-x2; issue 29) transformers GPT-2 under
 #                                     DDP fed by a DataLoader (ddp_hf_train.py): balanced, a slow
 #                                     loader on rank 1 and its fix, uneven sequence lengths and
@@ -51,7 +59,8 @@ P=benchmarks/programs
 
 pack() {  # sessions and logs without the big binary reports, in parts of at most 15 MB
   rm -f "$OUT"/rec-"$PART".tgz.part-*
-  tar czf - -C "$R" --exclude='*.ncu-rep' --exclude='*.nsys-rep' --exclude='*.qdstrm' . |
+  tar czf - -C "$R" --exclude='*.ncu-rep' --exclude='*.nsys-rep' --exclude='*.qdstrm' \
+    --exclude='./*/reports' . |
     split -b 15M - "$OUT/rec-$PART.tgz.part-"
 }
 
@@ -76,6 +85,30 @@ timeline() {  # timeline NAME ARGS...: nsys over the whole run, then the SQLite 
     -o "$R/$name" python3 "$@" && "$NSYS" export --type sqlite -f true -o "$R/$name.sqlite" "$R/$name.nsys-rep"
 }
 
+timeline_pt() {  # timeline_pt NAME ARGS...: as `timeline`, with nsys's PyTorch function ranges
+  # (phase 1's flags since issue 37: --pytorch=functions-trace for a PyTorch program)
+  local name=$1; shift
+  "$NSYS" profile -t cuda,nvtx --cpuctxsw none -s none --cuda-graph-trace node \
+    --pytorch=functions-trace -f true -o "$R/$name" python3 "$@" &&
+    "$NSYS" export --type sqlite -f true -o "$R/$name.sqlite" "$R/$name.nsys-rep"
+}
+
+ncu_kernels_full() {  # ncu_kernels_full NAME REGEX ARGS...: the full set on the second launch
+  # of the kernels matching REGEX (the first is a warm-up), exported raw and details
+  local name=$1 regex=$2; shift 2
+  ncu --set full --clock-control none --import-source no -f -k "regex:$regex" --launch-skip 1 \
+    --launch-count 1 -o "$R/$name" python3 "$@" &&
+  ncu -i "$R/$name.ncu-rep" --csv --page raw --print-units base | gzip > "$R/$name.raw.csv.gz" &&
+  ncu -i "$R/$name.ncu-rep" --csv --page details --print-details all --print-units base \
+    | gzip > "$R/$name.details.csv.gz"
+}
+
+ncu_unmatched() {  # ncu_unmatched ARGS...: the program under ncu with a filter that matches no
+  # kernel: what ncu costs for the launches it intercepts and does not profile
+  ncu --metrics gpu__time_duration.sum --clock-control none -k "regex:^nsdiag_matches_nothing$" \
+    -f -o "$R/unmatched" python3 "$@"
+}
+
 ncu_full_once() {  # the GEMM calibration pair: every GEMM launch of the profiled region, full set
   ncu --set full --clock-control none --import-source no --profile-from-start off --nvtx -f \
     -o "$R/gemm_shapes" python3 $P/gemm_shapes.py --profile-once --reps 3 &&
@@ -85,7 +118,7 @@ ncu_full_once() {  # the GEMM calibration pair: every GEMM launch of the profile
 }
 
 export R NSYS P
-export -f timeline ncu_full_once
+export -f timeline timeline_pt ncu_kernels_full ncu_unmatched ncu_full_once
 echo "== $(nvidia-smi -L) | $(python3 -c 'import torch; print(torch.__version__)') | $(ncu --version | tail -1)"
 case $PART in
   A)
@@ -255,6 +288,44 @@ case $PART in
     step plain_logging24_pinned 25 90 python3 $P/train_logging.py --batch 24 --log-every 0 --pin-memory
     step tl_logging24_pinned 30 90 timeline train_logging24_pinned $P/train_logging.py --batch 24 --log-every 0 --pin-memory
     step probe_ncu_stop 60 200 python3 tools/probes/probe_ncu_stop.py "$R/probe_ncu_stop"
+    ;;
+  M)  # naming the code (issue 37), the four-phase program (39), ncu's per-launch cost (38)
+    prof() { local name=$1; shift; python3 -m nsdiag profile -v -o "$R/$name" "$@"; }
+    export -f prof
+    step probe_nsys_pytorch 10 60 bash -c '"$NSYS" profile -t cuda,nvtx --pytorch=functions-trace \
+      -f true -o "$R/pt_no_torch" python3 -c "print(1)"; echo "python without torch: rc=$?"; \
+      "$NSYS" profile -t cuda,nvtx --pytorch=functions-trace -f true -o "$R/pt_true" /bin/true; \
+      echo "/bin/true: rc=$?"; ls -la "$R"/pt_*'
+    step query_metrics 10 60 bash -c 'ncu --query-metrics --csv > "$R/metrics.csv"; \
+      grep -icE "atom|_red" "$R/metrics.csv"; grep -iE "atom|_red|op_red|op_atom" "$R/metrics.csv" \
+      | cut -c1-200 > "$R/metrics_atomic.txt"; gzip -f "$R/metrics.csv"'
+    step plain_hist_index_add 20 60 python3 $P/histogram.py
+    step plain_hist_bincount 20 60 python3 $P/histogram.py --method bincount
+    step prof_histogram 60 150 prof histogram $P/histogram.py
+    step tl_hist_bincount 20 60 timeline_pt hist_bincount $P/histogram.py --method bincount
+    step ncu_hist_index_add 25 90 ncu_kernels_full hist_index_add_full 'indexFunc|scatter_gather' \
+      $P/histogram.py --warmup 1 --iters 1
+    step ncu_hist_bincount 25 90 ncu_kernels_full hist_bincount_full 'kernelHistogram|indexFunc' \
+      $P/histogram.py --method bincount --warmup 1 --iters 1
+    step plain_optim 25 90 python3 $P/optim_step.py
+    step plain_optim_fused 25 90 python3 $P/optim_step.py --optimizer fused
+    step prof_optim 80 200 prof optim_step $P/optim_step.py
+    step tl_optim_fused 25 90 timeline_pt optim_fused $P/optim_step.py --optimizer fused
+    step tl_optim_nsys 25 90 timeline optim_nsys_only $P/optim_step.py
+    step plain_copy 20 60 python3 $P/copy_feed.py
+    step plain_copy_prefetch 20 60 python3 $P/copy_feed.py --copies pinned_prefetch
+    step prof_copy 60 150 prof copy_feed $P/copy_feed.py
+    step tl_copy_prefetch 20 60 timeline_pt copy_prefetch $P/copy_feed.py --copies pinned_prefetch
+    step tl_nvtx_phases 25 90 timeline_pt nvtx_phases $P/nvtx_phases.py
+    step plain_nvtx_phases 20 60 python3 $P/nvtx_phases.py
+    step plain_decode 25 90 python3 $P/decode.py --iters 4
+    step tl_decode 25 90 timeline_pt decode $P/decode.py --iters 4
+    step tl_decode_nsys 25 90 timeline decode_nsys_only $P/decode.py --iters 4
+    step plain_decode_short 15 60 python3 $P/decode.py --warmup 1 --iters 2
+    step ncu_unmatched_decode 40 150 ncu_unmatched $P/decode.py --warmup 1 --iters 2
+    step ncu_unmatched_optim 40 150 ncu_unmatched $P/optim_step.py
+    step plain_decode_static 60 180 python3 $P/decode.py --iters 4 --cache static
+    step tl_decode_static 60 180 timeline_pt decode_static $P/decode.py --iters 4 --cache static
     ;;
   L)  # two GPUs, a program nobody here wrote: stragglers as users meet them
     TR="python3 -m torch.distributed.run --standalone --nproc-per-node 2"

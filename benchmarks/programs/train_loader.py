@@ -1,5 +1,6 @@
 """Image-classifier training with a real DataLoader: CPU-side decoding and augmentation feed a
-torchvision ResNet-18 (bf16 autocast, SGD, the loss logged every step). No NVTX ranges.
+torchvision ResNet-18 (or `--model resnet50`; bf16 autocast, SGD, the loss logged every step).
+No NVTX ranges.
 
     python benchmarks/programs/train_loader.py                 # as written: the loader works in
                                                                # the main process, pageable batches
@@ -47,7 +48,7 @@ class SyntheticImages(Dataset[tuple[torch.Tensor, int]]):
         )
 
 
-def build_model(smoke: bool) -> torch.nn.Module:
+def build_model(name: str, smoke: bool) -> torch.nn.Module:
     try:
         import torchvision
     except ImportError:
@@ -56,13 +57,14 @@ def build_model(smoke: bool) -> torch.nn.Module:
         return torch.nn.Sequential(
             torch.nn.Conv2d(3, 8, 3, stride=4), torch.nn.Flatten(), torch.nn.LazyLinear(1000)
         )
-    return torchvision.models.resnet18(num_classes=1000)
+    return getattr(torchvision.models, name)(num_classes=1000)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_args(parser, warmup=5, iters=20)
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--model", default="resnet18", help="a torchvision model (resnet50, ...)")
     parser.add_argument("--workers", type=int, default=0, help="DataLoader worker processes")
     parser.add_argument(
         "--pin-memory", action="store_true", help="page-locked batches, async copies"
@@ -72,7 +74,7 @@ def main() -> None:
     device = torch.device(args.device)
     torch.manual_seed(0)
     torch.backends.cudnn.benchmark = True
-    model = build_model(args.smoke).to(device)
+    model = build_model(args.model, args.smoke).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     steps = args.warmup + args.iters
     loader = DataLoader(
@@ -96,7 +98,7 @@ def main() -> None:
         loss.item()  # the loss is logged every step
         timer.lap()
     variant = f"workers={args.workers},pin_memory={args.pin_memory}"
-    report("train_loader", variant, timer, args.warmup, batch=args.batch)
+    report("train_loader", variant, timer, args.warmup, batch=args.batch, model=args.model)
 
 
 if __name__ == "__main__":

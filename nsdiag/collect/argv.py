@@ -45,6 +45,8 @@ TARGETED_SECTIONS: tuple[str, ...] = (
 # hints for each), or ncu's full set (38 passes, ~2.2 s).
 SECTION_SETS = ("rules", "sections", "full")
 DURATION_METRIC = "gpu__time_duration.sum"
+# nsys's option for NVTX ranges around PyTorch's Python functions (nsys 2024.5 and later)
+PYTORCH_FUNCTIONS = "--pytorch=functions-trace"
 _REGEX_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}])")
 
 
@@ -179,7 +181,12 @@ def _ports(port: int, connections: int) -> list[str]:
 
 
 def nsys_profile(
-    nsys: str | Path, output: str | Path, program: Sequence[str], *, profile_from_start: bool = True
+    nsys: str | Path,
+    output: str | Path,
+    program: Sequence[str],
+    *,
+    profile_from_start: bool = True,
+    pytorch_functions: bool = False,
 ) -> list[str]:
     """Phase 1: the timeline. CUDA and NVTX traces only: no CPU sampling or context switches,
     and no OS-runtime trace, which nsdiag does not read and which cost lm_train 15% of its step
@@ -187,7 +194,10 @@ def nsys_profile(
     plain, 21.3 ms with osrt, 19.7 ms without); CUDA-graph kernels one by one so that they can be
     planned like any other.
     With profile_from_start off, only the cudaProfilerStart/Stop region is captured and the
-    program then runs to its end (`stop`, not the default `stop-shutdown`, which kills it)."""
+    program then runs to its end (`stop`, not the default `stop-shutdown`, which kills it).
+    `pytorch_functions`: NVTX ranges (domain `PyTorch`) around the PyTorch functions the program
+    calls (`torch.optim.AdamW.step`, `torch.nn.modules.Linear.forward`, ...): which code launched
+    each kernel, at no step-time cost a 15-step ViT-S run could show (GPU-NOTES.md)."""
     argv = [
         str(nsys),
         "profile",
@@ -200,6 +210,8 @@ def nsys_profile(
         "--cuda-graph-trace",
         "node",
     ]
+    if pytorch_functions:
+        argv.append(PYTORCH_FUNCTIONS)
     if not profile_from_start:
         argv += ["--capture-range", "cudaProfilerApi", "--capture-range-end", "stop"]
     return [*argv, "-f", "true", "-o", str(output), *program]

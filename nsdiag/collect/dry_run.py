@@ -8,7 +8,7 @@ from pathlib import Path
 from nsdiag.collect import argv as cmd
 from nsdiag.collect import session_dir, standby, tools
 from nsdiag.collect.options import ProfileOptions
-from nsdiag.collect.program import profile_from_start, resolve_program
+from nsdiag.collect.program import profile_from_start, pytorch_ranges, resolve_program
 
 Step = tuple[str, list[str]]  # (title, argv)
 
@@ -26,7 +26,8 @@ def dry_run(args: Sequence[str], options: ProfileOptions) -> tuple[list[Step], l
     ]
     ncu_path, nsys_path = (ncu.path if ncu else "ncu"), (nsys.path if nsys else "nsys")
     sd = session_dir.SessionDir(options.output or session_dir.default_path(program))
-    steps = _phase1_steps(ncu_path, nsys_path, sd, program, start, options)
+    ranges = pytorch_ranges(nsys.version_tuple if nsys else None, program)
+    steps = _phase1_steps(ncu_path, nsys_path, sd, program, start, options, ranges)
     phase2, report = _phase2_step(ncu_path, sd, program, start, options)
     if not options.full and standby.usable(
         program, profile_from_start=start, sequential=options.sequential
@@ -76,12 +77,17 @@ def _phase1_steps(
     program: list[str],
     start: bool,
     options: ProfileOptions,
+    pytorch_functions: bool,
 ) -> list[Step]:
+    timeline = cmd.nsys_profile(
+        nsys,
+        sd.report("timeline"),
+        program,
+        profile_from_start=start,
+        pytorch_functions=pytorch_functions,
+    )
     return [
-        (
-            "phase 1: timeline (nsys)",
-            cmd.nsys_profile(nsys, sd.report("timeline"), program, profile_from_start=start),
-        ),
+        ("phase 1: timeline (nsys)", timeline),
         (
             "phase 1: export",
             cmd.nsys_export_sqlite(

@@ -15,6 +15,7 @@ from nsdiag.collect import runner
 from nsdiag.collect.cost import SECONDS_PER_LAUNCH
 from nsdiag.collect.exports import csv_for
 from nsdiag.collect.nvtx_filter import in_nvtx_range
+from nsdiag.collect.program import pytorch_ranges
 from nsdiag.collect.run_state import RunState
 from nsdiag.errors import InputError, NsdiagError, ProfilerError
 from nsdiag.model.launches import kernel_launches
@@ -44,6 +45,7 @@ def _nsys_timeline(state: RunState) -> pd.DataFrame | None:
             state.sd.report("timeline"),
             state.program,
             profile_from_start=state.start,
+            pytorch_functions=pytorch_ranges(state.nsys.version_tuple, state.program),
         ),
     )
     report = state.sd.report("timeline.nsys-rep")

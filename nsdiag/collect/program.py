@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +27,31 @@ def resolve_program(args: Sequence[str]) -> tuple[list[str], bool]:
             raise InputError(f"{args[0]} does not exist", "check the script path")
         return [sys.executable, *args], False
     return list(args), False
+
+
+# nsys records the PyTorch functions' ranges from this release on (`--pytorch`).
+PYTORCH_RANGES_SINCE = (2024, 5)
+_PYTHON = re.compile(r"python(\d+(\.\d+)?)?$")
+
+
+def runs_pytorch(program: Sequence[str]) -> bool:
+    """Whether the program is Python code that can import torch: a Python interpreter (or
+    torchrun) whose environment has torch. Phase 1 then asks nsys for the ranges of the PyTorch
+    functions the program calls (argv.PYTORCH_FUNCTIONS). An interpreter other than this one is
+    taken to have torch when this one has it (the usual case: one virtual environment)."""
+    if not program:
+        return False
+    head = Path(program[0]).name
+    if not (_PYTHON.match(head) or head == "torchrun"):
+        return False
+    return importlib.util.find_spec("torch") is not None
+
+
+def pytorch_ranges(nsys_version: Sequence[int] | None, program: Sequence[str]) -> bool:
+    """Whether phase 1 asks nsys for the PyTorch functions' ranges: a PyTorch program, and an
+    nsys that records them (`None`: not known, as in a dry run without nsys)."""
+    recent = nsys_version is None or tuple(nsys_version[:2]) >= PYTORCH_RANGES_SINCE
+    return recent and runs_pytorch(program)
 
 
 def profile_from_start(requested: bool | None) -> bool:
