@@ -41,6 +41,10 @@
 #                                     and fixed under nsys; what the ranges cost; ncu's full set on
 #                                     the histogram kernels; the four-phase NVTX program (issue 39);
 #                                     what ncu costs per launch it does not profile (issue 38)
+#   tools/record_real_programs.sh N   the steps part M had no time for (the static-cache decode
+#                                     plain and under nsys; ncu on the optimizer step matching no
+#                                     kernel), and what ncu's launch filters cost per launch on the
+#                                     decode loop and the optimizer step (probe_ncu_filter_cost.sh)
 #   tools/record_real_programs.sh L   (two GPUs, nvidia-h200-x2; issue 29) transformers GPT-2 under
 #                                     DDP fed by a DataLoader (ddp_hf_train.py): balanced, a slow
 #                                     loader on rank 1 and its fix, uneven sequence lengths and
@@ -326,6 +330,14 @@ case $PART in
     step ncu_unmatched_optim 40 150 ncu_unmatched $P/optim_step.py
     step plain_decode_static 60 180 python3 $P/decode.py --iters 4 --cache static
     step tl_decode_static 60 180 timeline_pt decode_static $P/decode.py --iters 4 --cache static
+    ;;
+  N)  # what part M left, and ncu's per-launch cost by kind of filter (issue 38)
+    step probe_filter_decode 100 200 bash tools/probes/probe_ncu_filter_cost.sh decode \
+      "$R/probe_filters" $P/decode.py --warmup 1 --iters 2
+    step probe_filter_optim 80 200 bash tools/probes/probe_ncu_filter_cost.sh optim_step \
+      "$R/probe_filters" $P/optim_step.py --warmup 2 --iters 3
+    step plain_decode_static 60 200 python3 $P/decode.py --iters 4 --cache static
+    step tl_decode_static 60 200 timeline_pt decode_static $P/decode.py --iters 4 --cache static
     ;;
   L)  # two GPUs, a program nobody here wrote: stragglers as users meet them
     TR="python3 -m torch.distributed.run --standalone --nproc-per-node 2"
