@@ -19,8 +19,7 @@ from nsdiag.analysis.engine import diagnose
 from nsdiag.errors import InputError, MissingDependencyError
 from nsdiag.model import store
 from nsdiag.model.catalogue import IDENTITY_COLUMNS
-from nsdiag.model.meta import SessionMeta, Source, first_present
-from nsdiag.model.ranks import Rank
+from nsdiag.model.meta import Rank, SessionMeta, Source, first_present
 from nsdiag.model.schema import (
     COPY_KINDS,
     KERNELS,
@@ -29,11 +28,9 @@ from nsdiag.model.schema import (
     TABLES,
     UNKNOWN,
     SchemaError,
-    check_session,
     known,
-    session_problems,
 )
-from nsdiag.model.session import Session
+from nsdiag.model.session import Session, check_session, session_problems
 from nsdiag.readers import load, nsys_sqlite, nsys_stats_csv
 
 DATA = Path(__file__).parent / "data"

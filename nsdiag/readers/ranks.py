@@ -27,8 +27,7 @@ import numpy as np
 import pandas as pd
 
 from nsdiag.errors import InputError
-from nsdiag.model.meta import SessionMeta
-from nsdiag.model.ranks import Rank
+from nsdiag.model.meta import Rank, SessionMeta
 from nsdiag.model.session import Session
 from nsdiag.readers import source
 
