@@ -8,24 +8,9 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from nsdiag.model.rank_variables import RANK_DIGITS, RANK_VARIABLES
 from nsdiag.readers.sqlite_query import Schema, select
 
-# Launcher variables that say which rank a process is (torchrun, SLURM, Open MPI, MPICH/PMI).
-RANK_VARIABLES = (
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "SLURM_PROCID",
-    "SLURM_LOCALID",
-    "SLURM_NTASKS",
-    "OMPI_COMM_WORLD_RANK",
-    "OMPI_COMM_WORLD_LOCAL_RANK",
-    "OMPI_COMM_WORLD_SIZE",
-    "PMI_RANK",
-    "PMIX_RANK",
-    "PMI_SIZE",
-)
-_RANK_DIGITS = 9  # ranks and world sizes below 10^9
 _RANK_VARIABLE = re.compile(rf"(?:^|;)({'|'.join(RANK_VARIABLES)})=\"?(\d+)")
 
 
@@ -76,6 +61,6 @@ def recording(
         m[1]: int(m[2])
         for text in texts
         for m in _RANK_VARIABLE.finditer(text)
-        if len(m[2]) <= _RANK_DIGITS
+        if len(m[2]) <= RANK_DIGITS
     }
     return host, start, found or None
