@@ -40,6 +40,7 @@ from nsdiag.collect.options import NullProgress, ProfileOptions
 from nsdiag.collect.profile import profile
 from nsdiag.collect.program import child_env, resolve_program
 from nsdiag.model.names import normalized
+from nsdiag.readers.session_folder import read_status
 
 WORKLOADS = {
     "tiny_transformer": Path(__file__).resolve().parent / "workloads" / "tiny_transformer.py"
@@ -121,8 +122,8 @@ def stage_targeted(args: argparse.Namespace) -> int:
 
 def _breakdown(session_path: Path) -> dict[str, Any]:
     """Where the run's time went (status.json's breakdown, collect/breakdown.py)."""
-    status = json.loads((session_path / "status.json").read_text())
-    return breakdown.of_status(status)
+    status = read_status(session_path)
+    return breakdown.of_status(status) if status is not None else {}
 
 
 def stage_full(args: argparse.Namespace) -> int:
@@ -181,8 +182,8 @@ def verdicts(session: Any) -> dict[tuple[str, str, str], tuple[str, str, bool]]:
 def planned_keys(session_path: Path) -> set[tuple[str, str, str]]:
     """The signatures the plan chose for coverage (status.json), as opposed to the other shapes of
     the same kernels ncu profiled on the way."""
-    status = session_path / "status.json"
-    plan = (json.loads(status.read_text()).get("plan") or {}) if status.exists() else {}
+    status = read_status(session_path)
+    plan = (status.plan or {}) if status is not None else {}
     return {
         (normalized(s["name"]), str(s["grid"]), str(s["block"])) for s in plan.get("signatures", [])
     }
@@ -267,7 +268,7 @@ def stage_summary(args: argparse.Namespace) -> int:
     if isinstance(targeted.get("breakdown"), dict):  # recordings before it have none
         from nsdiag.cli.breakdown import lines
 
-        print("\n".join(lines({}, targeted["breakdown"])))
+        print("\n".join(lines(targeted["breakdown"])))
     print(
         f"ncu --set full, every launch    {t_full:8.1f} s   "
         f"({full_launches} launches in {len(slices)} slice(s), "

@@ -15,7 +15,7 @@ import nsdiag
 from nsdiag.collect import breakdown, budget, cost, plan, rounds
 from nsdiag.collect.runner import _PROGRESS
 from nsdiag.model.launches import kernel_launches
-from nsdiag.readers.session_folder import status_warnings
+from nsdiag.readers.session_folder import read_status, status_warnings
 from tests.conftest import DATA, G1, B, timeline
 
 
@@ -186,8 +186,10 @@ def test_breakdown_from_steps() -> None:
 
 def test_a_folder_written_before_the_breakdown_still_reads() -> None:
     folder = DATA / "programs/verify/lm_train"
-    status = json.loads((folder / "status.json").read_text())
-    assert "breakdown" not in status and "interrupted" not in status
+    recorded = json.loads((folder / "status.json").read_text())
+    assert "breakdown" not in recorded and "interrupted" not in recorded
+    status = read_status(folder)
+    assert status is not None and status.breakdown is None
     b = breakdown.of_status(status)
     assert [r["step"] for r in b["ncu_runs"]] == ["2-targeted-1", "2-targeted-2"]
     assert b["launches_profiled"] == 52 and b["second_ncu_runs"] == 1
@@ -195,5 +197,5 @@ def test_a_folder_written_before_the_breakdown_still_reads() -> None:
     assert status_warnings(folder) == []  # complete, as it was
     from nsdiag.cli.breakdown import lines
 
-    text = "\n".join(lines(status, b))
+    text = "\n".join(lines(b, status.estimate))
     assert "ncu run 2-targeted-1: 45.1 s, 51 launches profiled" in text

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from nsdiag.readers import nsys_sqlite
+from nsdiag.readers import sqlite_query
 from nsdiag.readers.validate import numeric_metrics
 
 
@@ -73,7 +73,7 @@ def _table(rows: list[tuple[object, ...]]) -> tuple[sqlite3.Connection, dict[str
     con = sqlite3.connect(":memory:")
     con.execute(_KERNELS)
     con.executemany("INSERT INTO K VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    return con, nsys_sqlite._schema(con)
+    return con, sqlite_query.schema_of(con)
 
 
 def _plain(con: sqlite3.Connection, no_time: int = -1) -> pd.DataFrame:
@@ -103,7 +103,7 @@ def _plain(con: sqlite3.Connection, no_time: int = -1) -> pd.DataFrame:
 )
 def test_packed_ids_read_as_unpacked(rows: list[tuple[object, ...]]) -> None:
     con, schema = _table(rows)
-    got = nsys_sqlite._fetch_ints(con, schema, "K", _COLUMNS, together=_GROUPS)
+    got = sqlite_query.fetch_ints(con, schema, "K", _COLUMNS, together=_GROUPS)
     pd.testing.assert_frame_equal(got, _plain(con))
 
 
@@ -116,7 +116,7 @@ def test_a_null_in_a_not_null_column_still_reads() -> None:
         "INSERT INTO K VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [(10, None, 0, 1, None, 5, 2, 3), (30, 40, 0, 1, 7, 6, 2, 3)],
     )
-    schema = nsys_sqlite._schema(con)
+    schema = sqlite_query.schema_of(con)
     schema["K"] = dict.fromkeys(schema["K"], True)  # as the schema said NOT NULL
-    got = nsys_sqlite._fetch_ints(con, schema, "K", _COLUMNS, together=_GROUPS)
-    pd.testing.assert_frame_equal(got, _plain(con, no_time=nsys_sqlite._NO_TIME))
+    got = sqlite_query.fetch_ints(con, schema, "K", _COLUMNS, together=_GROUPS)
+    pd.testing.assert_frame_equal(got, _plain(con, no_time=sqlite_query.NO_TIME))

@@ -16,9 +16,9 @@ import pytest
 import nsdiag
 from nsdiag.analysis.engine import diagnose
 from nsdiag.collect import argv as cmd
-from nsdiag.collect.rank_exec import RANK_VARIABLES
 from nsdiag.model import store
 from nsdiag.model.launches import duration_groups, kernel_launches, signatures
+from nsdiag.model.rank_variables import RANK_VARIABLES
 from nsdiag.model.ranks import is_communication, overlaps_communication
 from nsdiag.readers import ranks as rank_reader
 from nsdiag.render.html import render_html

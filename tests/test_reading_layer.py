@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from nsdiag.analysis.engine import diagnose
 from nsdiag.errors import InputError, NsdiagError
 from nsdiag.readers import load, source, validate
-from nsdiag.readers.csv_table import header_kind, open_table
+from nsdiag.readers.csv_header import header_kind
+from nsdiag.readers.csv_table import open_table
 from tests.bad_input_corpus import REFERENCE_RAW, SMALL_RAW, TRACE, text_of
 
 

@@ -19,8 +19,7 @@ from nsdiag.analysis.engine import diagnose
 from nsdiag.errors import InputError, MissingDependencyError
 from nsdiag.model import store
 from nsdiag.model.catalogue import IDENTITY_COLUMNS
-from nsdiag.model.meta import SessionMeta, Source, first_present
-from nsdiag.model.ranks import Rank
+from nsdiag.model.meta import Rank, SessionMeta, Source, first_present
 from nsdiag.model.schema import (
     COPY_KINDS,
     KERNELS,
@@ -29,12 +28,10 @@ from nsdiag.model.schema import (
     TABLES,
     UNKNOWN,
     SchemaError,
-    check_session,
     known,
-    session_problems,
 )
-from nsdiag.model.session import Session
-from nsdiag.readers import load, nsys_sqlite, nsys_stats_csv
+from nsdiag.model.session import Session, check_session, session_problems
+from nsdiag.readers import load, nsys_sqlite, nsys_stats_csv, nsys_tables
 
 DATA = Path(__file__).parent / "data"
 SUFFIXES = (".csv", ".csv.gz", ".sqlite", ".sqlite.gz", ".ncu-rep", ".ncu-rep.gz")
@@ -73,9 +70,9 @@ def test_the_schema_names_the_catalogue_identity_columns() -> None:
 
 
 def test_the_readers_labels_are_in_the_vocabularies() -> None:
-    assert set(nsys_sqlite.MEMCPY_KINDS.values()) <= set(COPY_KINDS)
-    assert set(nsys_sqlite.MEM_KINDS.values()) <= set(MEMORY_KINDS)
-    assert set(nsys_sqlite.SYNC_TYPE_CODES.values()) <= set(SYNC_TYPES)
+    assert set(nsys_tables.MEMCPY_KINDS.values()) <= set(COPY_KINDS)
+    assert set(nsys_tables.MEM_KINDS.values()) <= set(MEMORY_KINDS)
+    assert set(nsys_tables.SYNC_TYPE_CODES.values()) <= set(SYNC_TYPES)
     assert set(nsys_stats_csv._COPY_KINDS.values()) <= set(COPY_KINDS)
     assert known("HtoD", COPY_KINDS) == "HtoD" and known(None, COPY_KINDS) is None
     assert known("HtoQ", COPY_KINDS) == UNKNOWN

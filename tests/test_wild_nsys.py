@@ -16,7 +16,15 @@ from nsdiag.analysis.kernel.signatures import aggregate
 from nsdiag.analysis.program.ranks import _rows_by_rank
 from nsdiag.collect.nsys_export import export_command
 from nsdiag.errors import InputError
-from nsdiag.readers import load, nsys_sqlite, nsys_stats_csv, ranks, reader_for, source
+from nsdiag.readers import (
+    load,
+    nsys_sqlite,
+    nsys_stats_csv,
+    ranks,
+    reader_for,
+    source,
+    sqlite_query,
+)
 from nsdiag.readers.nsys_summary import summary_lines
 from tests.bad_input_corpus import plain_copy, rows_of, sqlite_copy
 from tests.nsys_old_schemas import BINARY_CPU_TEXT, SCHEMAS, old_schema_export
@@ -55,7 +63,7 @@ def test_binary_text_cells_are_replaced_not_refused(data_dir: Path, tmp_path: Pa
     ).fetchone()
     con.close()
     assert raw == BINARY_CPU_TEXT  # the file really holds bytes that are not UTF-8
-    assert nsys_sqlite.text_of_cell(raw).startswith("Intel(R) Xeon(R) \ufffd")
+    assert sqlite_query.text_of_cell(raw).startswith("Intel(R) Xeon(R) \ufffd")
     assert nsys_sqlite.read(path).meta.host == "vm"  # what nsdiag reads from that table
 
 

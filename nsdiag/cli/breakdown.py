@@ -43,8 +43,9 @@ def _run_line(run: Mapping[str, Any]) -> str:
     return f"  ncu run {run.get('step')}{ok}: " + ", ".join(parts)
 
 
-def lines(status: Mapping[str, Any], breakdown: Mapping[str, Any]) -> list[str]:
-    """The breakdown as text, one item a line."""
+def lines(breakdown: Mapping[str, Any], estimate: Mapping[str, Any] | None = None) -> list[str]:
+    """The breakdown as text, one item a line; `estimate`: phase 2's before it ran (the
+    status's)."""
     out = ["where the time went:"]
     for key, seconds in (breakdown.get("phases_s") or {}).items():
         out.append(f"  {PHASES.get(key, key)}: {seconds:.1f} s")
@@ -56,7 +57,6 @@ def lines(status: Mapping[str, Any], breakdown: Mapping[str, Any]) -> list[str]:
         f"second ncu runs: {breakdown.get('second_ncu_runs', 0)}; "
         f"export commands: {breakdown.get('export_steps_s', 0):.1f} s (side by side)"
     )
-    estimate = status.get("estimate")
-    if isinstance(estimate, Mapping) and estimate.get("total_s") is not None:
+    if estimate is not None and estimate.get("total_s") is not None:
         out.append(f"  estimated before phase 2: {estimate['total_s']:.0f} s")
     return out

@@ -207,16 +207,18 @@ def profile(
 
 
 def _breakdown(console: Console, session_dir: Path) -> None:
-    import json
-
     from nsdiag.cli.breakdown import lines
     from nsdiag.collect.breakdown import of_status
+    from nsdiag.errors import InputError
+    from nsdiag.readers.session_folder import read_status
 
     try:
-        status = json.loads((session_dir / "status.json").read_text())
-    except (OSError, ValueError):
+        status = read_status(session_dir)
+    except InputError:  # the run wrote it: unreadable only when something else changed it
         return
-    for line in lines(status, of_status(status)):
+    if status is None:
+        return
+    for line in lines(of_status(status), status.estimate):
         console.print(escape(line), soft_wrap=True, highlight=False)
 
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from nsdiag.collect.cost import SECONDS_PER_PASS
+from nsdiag.model.status import ProfileStatus
 
 NCU_RUNS = ("1-durations", "2-")  # step names of ncu runs of the program (not its exports)
 EXPORTS = ("export-", "1-timeline-export", "1-durations-export")
@@ -82,11 +83,8 @@ def summarise(steps: Sequence[Mapping[str, Any]], phases: Mapping[str, float]) -
     }
 
 
-def of_status(status: Mapping[str, Any]) -> dict[str, Any]:
+def of_status(status: ProfileStatus) -> dict[str, Any]:
     """The breakdown a status.json holds, or one rebuilt from its steps (older folders)."""
-    recorded = status.get("breakdown")
-    if isinstance(recorded, dict):
-        return recorded
-    steps = status.get("steps")
-    usable = [s for s in steps if isinstance(s, Mapping)] if isinstance(steps, list) else []
-    return summarise(usable, {})
+    if status.breakdown is not None:
+        return dict(status.breakdown)
+    return summarise(status.steps, {})

@@ -27,7 +27,7 @@ def collection(state: RunState) -> tuple[str, list[str]]:
     pending = state.metric_listing
     listing = pending.result() if pending is not None else tools.query_metrics(state.ncu.path)
     metrics = metric_set.rule_metrics(metric_set.parse_query(listing)) if listing else []
-    state.status.metrics = len(metrics)
+    state.status.rule_metrics = len(metrics)
     if len(metrics) < metric_set.MIN_RULE_METRICS:
         state.progress.note(
             "ncu --query-metrics did not list this GPU's metrics; collecting ncu's sections "

@@ -1,6 +1,7 @@
 """One worker of a launcher: `python -m nsdiag.collect.rank_exec RANK NCU_ARGV_JSON -- COMMAND...`
 execs ncu around COMMAND on rank RANK and COMMAND alone on every other rank (collect/launcher.py
-says why). The rank is read from the variables launchers set."""
+says why). The rank is read from the variables launchers set (nsdiag/model/rank_variables.py:
+this runs in every worker, so it imports no more than that)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,7 @@ import json
 import os
 import sys
 
-RANK_VARIABLES = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
-
-
-def this_rank() -> int | None:
-    for name in RANK_VARIABLES:
-        value = os.environ.get(name, "")
-        if value.isdigit():
-            return int(value)
-    return None
+from nsdiag.model.rank_variables import global_rank
 
 
 def main(argv: list[str]) -> int:
@@ -27,7 +20,7 @@ def main(argv: list[str]) -> int:
         )
         return 2
     chosen, ncu, command = int(argv[0]), json.loads(argv[1]), argv[3:]
-    full = [*ncu, *command] if this_rank() == chosen else command
+    full = [*ncu, *command] if global_rank(os.environ) == chosen else command
     os.execvp(full[0], full)  # replaces this process: the launcher sees the worker's exit code
 
 

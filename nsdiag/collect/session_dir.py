@@ -22,8 +22,8 @@ from typing import Any
 from nsdiag.collect import breakdown
 from nsdiag.errors import InputError, NsdiagError
 from nsdiag.model.session import Session
+from nsdiag.model.status import STATUS, ProfileStatus
 
-STATUS_SCHEMA = "nsdiag.status/1"
 DEFAULT_BASE = Path("nsdiag-sessions")
 # Environment variables that change what a profile measures or where the tools come from.
 ENV_KEYS = (
@@ -155,7 +155,8 @@ def write_device(sd: SessionDir, device: dict[str, Any]) -> Path:
 
 @dataclass
 class Status:
-    """What the session holds; rewritten after every step so an interrupted run still says so."""
+    """What the session holds, as the run goes; saved (as `record()`) after every step so an
+    interrupted run still says so."""
 
     steps: list[dict[str, Any]] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
@@ -163,7 +164,7 @@ class Status:
     error: str | None = None
     plan: dict[str, Any] | None = None
     coverage: dict[str, Any] | None = None
-    metrics: int | None = None  # rule metrics requested by name in phase 2
+    rule_metrics: int | None = None  # rule metrics requested by name in phase 2
     region: dict[str, Any] | None = None  # the analysed region phase 2 picked its launches in
     rank: dict[str, Any] | None = None  # a distributed run: the rank phase 2 profiled
     phases: dict[str, float] = field(default_factory=dict)  # wall seconds per phase (breakdown)
@@ -192,26 +193,26 @@ class Status:
         if what not in self.missing:
             self.missing.append(what)
 
-    def save(self, sd: SessionDir) -> Path:
-        return write_json(
-            sd.root / "status.json",
-            {
-                "schema": STATUS_SCHEMA,
-                "complete": self.complete and not self.missing and self.error is None,
-                "missing": self.missing,
-                "error": self.error,
-                "steps": self.steps,
-                "plan": self.plan,
-                "coverage": self.coverage,
-                "rule_metrics": self.metrics,
-                "region": self.region,
-                **({"rank": self.rank} if self.rank is not None else {}),
-                "estimate": self.estimate,
-                "budget": self.budget,
-                "interrupted": self.interrupted,
-                "breakdown": breakdown.summarise(self.steps, self.phases),
-            },
+    def record(self) -> ProfileStatus:
+        """The status as status.json holds it (nsdiag/model/status.py)."""
+        return ProfileStatus(
+            complete=self.complete and not self.missing and self.error is None,
+            missing=tuple(self.missing),
+            error=self.error,
+            steps=tuple(self.steps),
+            plan=self.plan,
+            coverage=self.coverage,
+            rule_metrics=self.rule_metrics,
+            region=self.region,
+            rank=self.rank,
+            estimate=self.estimate,
+            budget=self.budget,
+            interrupted=self.interrupted,
+            breakdown=breakdown.summarise(self.steps, self.phases),
         )
+
+    def save(self, sd: SessionDir) -> Path:
+        return write_json(sd.root / STATUS, self.record().to_json())
 
 
 def load_ncu_report(raw_csv: Path, details_csv: Path | None) -> Session:

@@ -14,8 +14,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from nsdiag.model.ranks import Rank
-
 Record = Mapping[str, Any]
 
 
@@ -34,6 +32,41 @@ class Source:
     @classmethod
     def from_json(cls, data: Record) -> Source:
         return cls(str(data.get("path", "")), str(data.get("format", "")))
+
+
+@dataclass(frozen=True)
+class Rank:
+    """One rank: where it ran and how its number was found."""
+
+    rank: int
+    process_id: int
+    device: int
+    host: str = ""
+    source: str = ""  # the report it came from
+    # how the number was found: env (RANK, SLURM_PROCID, ... in its environment), file-name,
+    # file-order, or process-order (the processes of one trace, by process id)
+    rank_from: str = "process-order"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "process_id": self.process_id,
+            "device": self.device,
+            "host": self.host,
+            "source": self.source,
+            "rank_from": self.rank_from,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Rank:
+        return cls(
+            int(data["rank"]),
+            int(data.get("process_id", 0)),
+            int(data.get("device", 0)),
+            str(data.get("host", "")),
+            str(data.get("source", "")),
+            str(data.get("rank_from", "process-order")),
+        )
 
 
 @dataclass(frozen=True)

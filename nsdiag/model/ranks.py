@@ -2,8 +2,9 @@
 
 A session holds one rank (a single process) or several: the processes of one trace that did GPU
 work (torchrun under one nsys), or one report per rank merged (`srun nsys profile -o
-rep_%q{SLURM_PROCID}`). Readers record each rank in `meta.ranks` and tag the timeline, the
-CUDA calls and the NVTX ranges with a `rank` column; a session without them is one rank.
+rep_%q{SLURM_PROCID}`). Readers record each rank in `meta.ranks` (a `Rank`, model/meta.py) and
+tag the timeline, the CUDA calls and the NVTX ranges with a `rank` column; a session without
+them is one rank.
 
 Communication kernels (NCCL's and RCCL's collectives and point-to-point transfers) are not
 computation: a GPU waiting inside one for a late peer is not busy. Every analysis that judges
@@ -14,16 +15,13 @@ analyses (analysis/program/ranks.py) account for them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-if TYPE_CHECKING:
-    from nsdiag.model.meta import SessionMeta
+from nsdiag.model.meta import Rank, SessionMeta
 
 # ncclDevKernel_AllReduce_Sum_f32_RING_LL (NCCL >= 2.19), ncclKernel_AllReduce_RING_LL_Sum_float,
 # ncclAllReduceRingLLKernel_sum_f32 (older), rccl's the same.
@@ -43,41 +41,6 @@ def is_communication(names: pd.Series | Iterable[str]) -> BoolArray:
 
 def communication_name(name: str) -> bool:
     return bool(COMMUNICATION_KERNEL.search(name))
-
-
-@dataclass(frozen=True)
-class Rank:
-    """One rank: where it ran and how its number was found."""
-
-    rank: int
-    process_id: int
-    device: int
-    host: str = ""
-    source: str = ""  # the report it came from
-    # how the number was found: env (RANK, SLURM_PROCID, ... in its environment), file-name,
-    # file-order, or process-order (the processes of one trace, by process id)
-    rank_from: str = "process-order"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rank": self.rank,
-            "process_id": self.process_id,
-            "device": self.device,
-            "host": self.host,
-            "source": self.source,
-            "rank_from": self.rank_from,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Rank:
-        return cls(
-            int(data["rank"]),
-            int(data.get("process_id", 0)),
-            int(data.get("device", 0)),
-            str(data.get("host", "")),
-            str(data.get("source", "")),
-            str(data.get("rank_from", "process-order")),
-        )
 
 
 def session_ranks(meta: SessionMeta) -> list[Rank]:

@@ -13,8 +13,9 @@ this file alone and an analysis knows what it may rely on.
 - Times are ns since the recording started (one report per rank: since the earliest rank's
   start); sizes are bytes; every metric is in its base unit.
 
-`check_session` checks a Session against the contract. `readers.load` calls it on every
-reader's output and on a merge of several; `model.store.load` on every session folder read.
+`check_session` (nsdiag/model/session.py) checks a Session against the contract: `readers.load`
+calls it on every reader's output and on a merge of several, `model.store.load` on every session
+folder read.
 A reader that breaks the contract is a bug in nsdiag: `SchemaError` names the reader, the table
 and the column.
 
@@ -29,14 +30,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from nsdiag.model.catalogue import CATALOGUE
-
-if TYPE_CHECKING:
-    from nsdiag.model.session import Session
 
 UNKNOWN = "unknown"
 
@@ -440,17 +437,3 @@ def table_problems(frame: pd.DataFrame, table: TableSchema) -> list[str]:
                 f"({', '.join(vocabulary)})"
             )
     return problems
-
-
-def session_problems(session: Session) -> list[str]:
-    """What in the session's tables breaks the schema ([] when nothing does)."""
-    return [p for name, t in TABLES.items() for p in table_problems(getattr(session, name), t)]
-
-
-def check_session(session: Session, reader: str) -> Session:
-    """The session, after checking it against the schema; `reader` names who made it (for the
-    error: a module, and the input it read)."""
-    problems = session_problems(session)
-    if problems:
-        raise SchemaError(reader, problems)
-    return session

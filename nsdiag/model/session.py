@@ -1,4 +1,5 @@
-"""The Session: tidy tables of one profiled program, independent of the input format."""
+"""The Session: tidy tables of one profiled program, independent of the input format, and its
+check against the schema (nsdiag/model/schema.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ import pandas as pd
 
 from nsdiag.model.catalogue import IDENTITY_COLUMNS
 from nsdiag.model.meta import SessionMeta
-from nsdiag.model.schema import API_CALLS, NVTX_RANGES, RULE_RESULTS, TIMELINE
+from nsdiag.model.schema import (
+    API_CALLS,
+    NVTX_RANGES,
+    RULE_RESULTS,
+    TABLES,
+    TIMELINE,
+    SchemaError,
+    table_problems,
+)
 
 # The tables' columns as readers write them (nsdiag/model/schema.py says what each holds).
 RULE_RESULT_COLUMNS = RULE_RESULTS.required
@@ -68,3 +77,17 @@ class Session:
         if name in self.kernels.columns:
             return self.kernels[name]
         return pd.Series(float("nan"), index=self.kernels.index, name=name)
+
+
+def session_problems(session: Session) -> list[str]:
+    """What in the session's tables breaks the schema ([] when nothing does)."""
+    return [p for name, t in TABLES.items() for p in table_problems(getattr(session, name), t)]
+
+
+def check_session(session: Session, reader: str) -> Session:
+    """The session, after checking it against the schema; `reader` names who made it (for the
+    error: a module, and the input it read)."""
+    problems = session_problems(session)
+    if problems:
+        raise SchemaError(reader, problems)
+    return session

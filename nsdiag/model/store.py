@@ -19,8 +19,8 @@ import pandas as pd
 from nsdiag.errors import InputError, OutputError
 from nsdiag.model.canonical import canonical_metrics
 from nsdiag.model.meta import SessionMeta
-from nsdiag.model.schema import SchemaError, check_session
-from nsdiag.model.session import Session
+from nsdiag.model.schema import SchemaError
+from nsdiag.model.session import Session, check_session
 from nsdiag.safe_write import os_error_hint, replacing, write_atomically
 
 MANIFEST = "session.json"

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 
 from nsdiag.errors import InputError
 from nsdiag.model import store
-from nsdiag.model.schema import check_session
-from nsdiag.model.session import Session
+from nsdiag.model.session import Session, check_session
 from nsdiag.readers import source
 from nsdiag.readers.csv_table import CsvTable, open_table
 from nsdiag.readers.merge import add_warnings, merge_sessions

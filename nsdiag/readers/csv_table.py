@@ -12,7 +12,6 @@ once: a header that repeats a name is refused.
 
 from __future__ import annotations
 
-import csv
 import io
 import warnings
 from dataclasses import dataclass, field
@@ -23,36 +22,11 @@ import pandas as pd
 
 from nsdiag.errors import InputError
 from nsdiag.readers import source
+from nsdiag.readers.csv_header import EXPECTED_HEADERS, cells, header_kind
 
 HEADER_SCAN_CHARS = 16 * source.MB  # how far into a file its header may start
 MAX_LINE_CHARS = 16 * source.MB  # a 2,200-metric raw header is ~150 kB; no real line nears this
-EXPECTED_HEADERS = (
-    'an ncu --csv export\'s header starts with "ID" (--page raw or --page details); an nsys '
-    "stats -f csv report's names its columns (cuda_gpu_trace: Start (ns), Duration (ns), "
-    "CorrId, ..., Name)"
-)
 _ROW_STARTS = ('"', ",", *"0123456789")
-
-
-def header_kind(line: str) -> str | None:
-    """'ncu-raw', 'ncu-details', 'nsys-stats' for a header line nsdiag reads, else None."""
-    from nsdiag.readers.nsys_stats_csv import report_kind
-
-    if report_kind(line):
-        return "nsys-stats"
-    if not line.startswith(('"ID",', "ID,")):
-        return None
-    cells = set(_cells(line))
-    if len(cells) < 2:
-        return None  # a line the csv module cannot split (a field over its limit) is no header
-    return "ncu-details" if {"Section Name", "Metric Name"} <= cells else "ncu-raw"
-
-
-def _cells(line: str) -> list[str]:
-    try:
-        return next(csv.reader([line]), [])
-    except csv.Error:  # a field over the csv module's limit: not a line nsdiag reads
-        return []
 
 
 class _Rows:
@@ -68,7 +42,7 @@ class _Rows:
     ) -> None:
         self._text, self._path = text, path
         self._pending: list[str] = [header]
-        self._fields = len(_cells(header))
+        self._fields = len(cells(header))
         self._whole_rows = whole_rows
         self.line_no = line_no  # of the last line read, 1-based
         self.skipped = 0  # lines that are not rows (console messages, section tables)
@@ -96,7 +70,7 @@ class _Rows:
             if line.startswith('"') and line.count('"') % 2:  # a cell goes on
                 line = self._whole_quotes(line)
             if not line.endswith(("\n", "\r")):
-                if line.count('"') % 2 or len(_cells(line)) < self._fields:
+                if line.count('"') % 2 or len(cells(line)) < self._fields:
                     self.cut_row = self.line_no
                     continue
                 line += "\n"
@@ -134,11 +108,11 @@ class _Rows:
         fields = self._fields
         if line.count('","' if line.startswith('"') else ",") + 1 >= fields:
             return False
-        cells = len(_cells(line))
-        if cells >= fields:
+        count = len(cells(line))
+        if count >= fields:
             return False
         if not self.short:
-            self.short_cells = cells
+            self.short_cells = count
         self.short.append(self.line_no)
         return True
 
@@ -184,7 +158,7 @@ class CsvTable:
 
     @property
     def header(self) -> list[str]:
-        return _cells(self.header_line)
+        return cells(self.header_line)
 
     def frame(self, what: str, hint: str, **options: Any) -> pd.DataFrame:
         """The table as a DataFrame (`pandas.read_csv` `options`); a malformed table is an

@@ -23,6 +23,7 @@ from nsdiag.errors import InputError
 from nsdiag.model.meta import SessionMeta, Source
 from nsdiag.model.schema import COPY_KINDS, MEMORY_KINDS, UNKNOWN, known
 from nsdiag.model.session import Session
+from nsdiag.readers.csv_header import report_kind
 from nsdiag.readers.csv_table import CsvTable, open_table
 from nsdiag.readers.nsys_summary import kernel_summary, summary_lines
 from nsdiag.readers.validate import intervals
@@ -53,28 +54,6 @@ _COPY_KINDS = {
     "Unified Device-to-Device": "UVM_DtoD",
 }
 _DEVICE = re.compile(r"\((\d+)\)\s*$")
-# Header signatures: report -> words that must all be in the header line.
-_REPORTS = {
-    "cuda_gpu_trace": ("Start (", "Duration (", "CorrId", "Strm", "Name"),
-    "cuda_api_sum": ("Time (%)", "Num Calls", "Name"),
-    "cuda_gpu_mem_size_sum": ("Operation", "Total (", "Count"),
-    "cuda_gpu_mem_time_sum": ("Time (%)", "Operation", "Count"),
-    "nvtx_sum": ("Time (%)", "Style", "Range"),
-    "cuda_gpu_kern_sum": ("Time (%)", "Instances", "Name"),
-}
-
-
-def report_kind(line: str) -> str | None:
-    """Which nsys stats report a CSV header line belongs to (None: not one)."""
-    for report, words in _REPORTS.items():
-        if all(w in line for w in words):
-            return report
-    return None
-
-
-def sniff(text: str) -> bool:
-    """True if one of the first lines is an nsys stats CSV header."""
-    return any(report_kind(line) for line in text.splitlines()[:30])
 
 
 def read(path: Path) -> Session:

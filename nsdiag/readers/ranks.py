@@ -6,7 +6,7 @@ launcher's children) has a rank per process, numbered in process-id order (launc
 ranks in order; the trace does not record the children's environment). One report per rank
 (`srun nsys profile -o rep_%q{SLURM_PROCID}`, `torchrun --no-python nsys profile -o
 rep_%q{RANK}`) takes its rank from the launcher's variables in the environment nsys recorded
-(RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMI_RANK), else from a number in the file name
+(RANK, OMPI_COMM_WORLD_RANK, ...: model/rank_variables.py), else from a number in the file name
 (`rep_rank3`, `rep_3`), else from the order of the files. Each report counts time from its own
 start; the reports are put on one axis by their recorded UTC start times.
 
@@ -27,14 +27,11 @@ import numpy as np
 import pandas as pd
 
 from nsdiag.errors import InputError
-from nsdiag.model.meta import SessionMeta
-from nsdiag.model.ranks import Rank
+from nsdiag.model.meta import Rank, SessionMeta
+from nsdiag.model.rank_variables import RANK_DIGITS, global_rank
 from nsdiag.model.session import Session
 from nsdiag.readers import source
 
-# Variables that hold a process's global rank, most specific first.
-GLOBAL_RANK = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
-MAX_RANK = 10**9  # ranks are below it; a larger number is not a rank (and overflows int64 tables)
 # Two reports of one run launch mostly the same kernels: below this share of kernel names in
 # common with the first report, a report looks like another program's.
 SHARED_KERNEL_NAMES = 0.5
@@ -104,16 +101,14 @@ def _source(session: Session) -> str:
 
 
 def env_rank(meta: SessionMeta) -> int | None:
-    env = meta.rank_env or {}
-    found = next((int(env[k]) for k in GLOBAL_RANK if k in env), None)
-    return found if found is not None and 0 <= found < MAX_RANK else None
+    return global_rank(meta.rank_env or {})
 
 
 def name_rank(path: Path) -> int | None:
     stem = path.name.split(".")[0]
     found = _RANK_IN_NAME.findall(stem) or _TRAILING_NUMBER.findall(stem)
     # a long number in a name is a date or a job id, not a rank
-    return int(found[-1]) if found and len(found[-1]) <= len(str(MAX_RANK)) - 1 else None
+    return int(found[-1]) if found and len(found[-1]) <= RANK_DIGITS else None
 
 
 def file_ranks(sessions: Sequence[Session], paths: Sequence[Path]) -> tuple[list[int], str]:

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from nsdiag.errors import InputError
 from nsdiag.model import store
 from nsdiag.model.session import Session
+from nsdiag.model.status import STATUS, ProfileStatus
 from nsdiag.readers import source
 from nsdiag.readers.merge import add_warnings
-
-STATUS = "status.json"
 
 
 def read(directory: Path) -> Session:
@@ -31,18 +29,39 @@ def read(directory: Path) -> Session:
     return session
 
 
+def read_status(directory: Path) -> ProfileStatus | None:
+    """The folder's status.json (None: it has none, as folders `nsdiag load` wrote); an
+    InputError when it is unreadable or not a status nsdiag wrote."""
+    path = directory / STATUS
+    if not path.exists() and not path.is_symlink():
+        return None
+    try:
+        with source.open_text(path) as handle:
+            data = json.loads(handle.read())
+    except (InputError, ValueError, OSError) as exc:
+        raise InputError(f"{path} is unreadable ({exc})", _AGAIN) from exc
+    try:
+        return ProfileStatus.from_json(data)
+    except ValueError as exc:
+        raise InputError(f"{path} is not a status nsdiag wrote ({exc})", _AGAIN) from exc
+
+
+_AGAIN = "run nsdiag profile again"
+
+
 def not_a_session(directory: Path) -> InputError:
     """The error for a folder without session.json: what its status.json says happened when
     `nsdiag profile` wrote it (stopped before anything was recorded), else that it is no session."""
-    status = _status(directory)
+    try:
+        status = read_status(directory)
+    except InputError:
+        status = None
     if status is None:
         return InputError(
             f"{directory} is a folder but not an nsdiag session (no session.json)",
             "pass the session folder nsdiag profile wrote, or the report files themselves",
         )
-    missing = status.get("missing")
-    listed = "; ".join(map(str, missing)) if isinstance(missing, list) else ""
-    said = str(status.get("error") or listed or "no reason given")
+    said = status.error or "; ".join(status.missing) or "no reason given"
     nsys_rep = directory / "reports" / "timeline.nsys-rep"
     hint = "run nsdiag profile again" + (
         f", or explain the timeline nsys wrote: nsdiag explain {nsys_rep}"
@@ -54,41 +73,17 @@ def not_a_session(directory: Path) -> InputError:
     )
 
 
-def _status(directory: Path) -> dict[str, Any] | None:
-    """The folder's status.json if it is one nsdiag wrote and is readable, else None."""
-    path = directory / STATUS
-    if not path.is_file() or path.is_symlink():
-        return None
-    try:
-        with source.open_text(path) as handle:
-            status = json.loads(handle.read())
-    except (InputError, ValueError, OSError):
-        return None
-    ok = isinstance(status, dict) and str(status.get("schema", "")).startswith("nsdiag.status/")
-    return status if ok else None
-
-
 def status_warnings(directory: Path) -> list[str]:
-    """What status.json says is missing from the profile ([] when it is complete or absent:
-    folders written by `nsdiag load` have none)."""
-    path = directory / STATUS
-    if not path.exists() and not path.is_symlink():
-        return []
+    """What status.json says is missing from the profile ([] when it is complete or absent)."""
     try:
-        with source.open_text(path) as handle:
-            status = json.loads(handle.read())
-    except (InputError, ValueError) as exc:
-        return [f"{path} is unreadable ({exc}): whether the profile completed is unknown"]
-    if not isinstance(status, dict) or not isinstance(status.get("complete", True), bool):
-        return [f"{path} is not a status nsdiag wrote: whether the profile completed is unknown"]
-    if status.get("complete", True):
+        status = read_status(directory)
+    except InputError as exc:
+        return [f"{exc.message}: whether the profile completed is unknown"]
+    if status is None or status.complete:
         return []
-    missing = status.get("missing") or []
-    if not isinstance(missing, list):  # a hand-edited status: say what it holds
-        missing = [missing]
-    parts = [f"missing {'; '.join(map(str, missing))}" if missing else ""]
-    if status.get("error"):
-        parts.append(f"error: {status['error']}")
+    parts = [f"missing {'; '.join(status.missing)}" if status.missing else ""]
+    if status.error:
+        parts.append(f"error: {status.error}")
     said = "; ".join(p for p in parts if p) or "no reason given"
     return [
         f"the profile in {directory} is incomplete ({STATUS}: {said}); "

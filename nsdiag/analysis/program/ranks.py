@@ -32,7 +32,8 @@ import pandas as pd
 from nsdiag.analysis.program.lateness import SAMPLED_OTHERS, Lateness, host_stalls, longer_ranges
 from nsdiag.analysis.region.windows import Region, Window
 from nsdiag.model.intervals import union_ns
-from nsdiag.model.ranks import Rank, is_communication, rank_of, session_ranks
+from nsdiag.model.meta import Rank
+from nsdiag.model.ranks import is_communication, rank_of, session_ranks
 from nsdiag.model.session import Session
 
 FloatArray = npt.NDArray[np.float64]
