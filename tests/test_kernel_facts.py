@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-import time
+import signal
 from functools import cache
 from pathlib import Path
 
@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nsdiag.model import kernel_facts
 from nsdiag.model.kernel_facts import (
     EMPTY,
     Alignment,
@@ -1150,26 +1149,29 @@ def test_unusual_inputs_give_empty_facts() -> None:
     assert parse_kernel_name(b"nvjet") == EMPTY  # type: ignore[arg-type]
 
 
+HUGE_NAMES = [
+    "void " + "<" * 200_000, "a" * 200_000, "cutlass_tensorop_" + "1x1_" * 50_000,
+    "nvjet_sm90_hsh_1x1_1x1_1x1" + "_a" * 100_000, "at::native::" + "a:" * 100_000,
+    "triton_poi_" + "_" * 100_000, "ampere_sgemm_1x1" + "_a1" * 50_000 + "_nn",
+]  # fmt: skip
+
+
 @pytest.mark.parametrize(
-    "text",
-    ["void " + "<" * 200_000, "a" * 200_000, "cutlass_tensorop_" + "1x1_" * 50_000,
-     "nvjet_sm90_hsh_1x1_1x1_1x1" + "_a" * 100_000, "at::native::" + "a:" * 100_000,
-     "triton_poi_" + "_" * 100_000, "ampere_sgemm_1x1" + "_a1" * 50_000 + "_nn"],
-)  # fmt: skip
-def test_huge_names_are_fast(text: str) -> None:
-    start = time.perf_counter()
-    parse_kernel_name(text)
-    assert time.perf_counter() - start < 0.05
+    ("text", "kind"),
+    zip(HUGE_NAMES, [None, None, None, "gemm", None, "elementwise", None], strict=True),
+)
+def test_huge_names_parse_to_facts(text: str, kind: str | None) -> None:
+    """A name of 100,000+ characters parses (to whatever facts it holds) and ends: the patterns
+    do not backtrack without bound. How fast is benchmarks/bench_kernel_names.py's to say; the
+    alarm only turns a hang into a failure."""
+    signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(60)
+    try:
+        facts = parse_kernel_name(text)
+    finally:
+        signal.alarm(0)
+    assert facts.kind == kind
 
 
-def test_parsing_takes_microseconds_per_name() -> None:
-    """Every recorded name, the cache emptied first: under 50 us a name on average (the best of
-    three rounds, so a busy machine does not fail the test)."""
-    rounds = []
-    for _ in range(3):
-        kernel_facts._parse.cache_clear()
-        start = time.perf_counter()
-        for name in NAMES:
-            parse_kernel_name(name)
-        rounds.append((time.perf_counter() - start) / len(NAMES))
-    assert min(rounds) < 50e-6, rounds
+def _hung(signum: int, frame: object) -> None:
+    raise AssertionError("parsing a huge kernel name did not end within 60 s")

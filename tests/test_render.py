@@ -300,7 +300,6 @@ def test_scale_5000_launches(capsys: pytest.CaptureFixture[str]) -> None:
         )
     assert len(diagnosis.kernels) == 1000
     assert size < 10_000_000
-    assert rendered - diagnosed < 15
     assert html.count('<article class="card"') == 10 and "The other 990" in html
     table = html[html.index('<table id="kernel-table"') :]
     assert table[: table.index("</table>")].count("<tr>") == 1001  # the table stays complete
