@@ -476,6 +476,33 @@ _CORE: list[MetricSpec] = [
         "inst",
         "Global reduction (fire-and-forget atomic) instructions.",
     ),
+    # Where atomics queue (the histogram pair in tests/data/idioms/calib: index_add_ of 200M
+    # samples into 256 counters keeps the busiest L2 slice's atomic unit 79% busy against 2% on
+    # average, its 133M reduction sectors falling on 32 distinct sectors)
+    _m(
+        "l2_atomic_busy_max_pct",
+        "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed",
+        "%",
+        "The busiest L2 slice's atomic unit: cycles active, % of peak.",
+    ),
+    _m(
+        "l2_atomic_busy_pct",
+        "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed",
+        "%",
+        "The L2 slices' atomic units on average: cycles active, % of peak.",
+    ),
+    _m(
+        "l2_reduction_sectors",
+        "lts__t_sectors_srcunit_tex_op_red.sum",
+        "sectors",
+        "L2 sectors that global reductions (RED) operate on.",
+    ),
+    _m(
+        "l2_reduction_first_touch_sectors",
+        "lts__t_sectors_srcunit_tex_op_red_lookup_miss.sum",
+        "sectors",
+        "Of them, sectors not yet in L2 (at least one per distinct sector the reductions touch).",
+    ),
     _m(
         "l1_hit_rate_pct",
         "l1tex__t_sector_hit_rate.pct",
