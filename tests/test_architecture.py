@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "nsdiag.collect": 5,
     "nsdiag": 5,  # the face: load() exports .nsys-rep reports through collect/
     "nsdiag.cli": 6,
+    "nsdiag.mcp": 6,  # the MCP server: a front end beside the CLI, through its entry points
     "nsdiag.__main__": 7,
 }
 

@@ -113,12 +113,12 @@ def test_os_errors_become_one_line_with_a_hint() -> None:
         def fail(*_: object, code: int = code, **__: object) -> None:
             raise OSError(code, os.strerror(code), "/some/file.csv")
 
-        original = analyse._diagnose
-        analyse._diagnose = fail  # type: ignore[assignment]
+        original = analyse.diagnose_inputs
+        analyse.diagnose_inputs = fail  # type: ignore[assignment]
         try:
             result = CliRunner().invoke(main, ["explain", "x.csv"])
         finally:
-            analyse._diagnose = original
+            analyse.diagnose_inputs = original
         assert result.exit_code == 2, (code, result.output)
         line = result.output.strip()
         assert line.startswith("nsdiag: error: /some/file.csv: ") and hint in line.lower(), line

@@ -35,6 +35,7 @@ def test_doctor_without_gpu_or_tools(clean_env: Path) -> None:
         checks["GPU performance counters"].ok is None and checks["nsys importer (libdw)"].ok is None
     )
     assert checks["Python package plotly"].ok is True
+    assert checks["Python package mcp"].ok is True  # the test extra installs the SDK
     assert not doctor.healthy(checks.values())
     result = CliRunner().invoke(doctor_command, [])
     assert result.exit_code == 1 and "FAIL" in result.output and "fix:" in result.output

@@ -43,6 +43,7 @@ def test_wheel_contains_rules_templates_and_kernels(wheel: Path) -> None:
     for file in ("elementwise.cu", "run_all.py", "variants.py", "check.py"):
         assert f"nsdiag/reference_kernels/{file}" in names
     assert "nsdiag/cli/__init__.py" in names and "nsdiag/__main__.py" in names
+    assert "nsdiag/docs/diagnosis.md" in names  # the cause table `nsdiag mcp` serves
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "nsdiag = nsdiag.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
@@ -80,7 +81,7 @@ def test_installed_wheel_runs_the_command_line(wheel: Path, tmp_path: Path) -> N
         env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
     )
     assert result.returncode == 0, result.stderr
-    for command in ("doctor", "explain", "load", "profile", "report", "rules"):
+    for command in ("doctor", "explain", "load", "mcp", "profile", "report", "rules"):
         assert f"  {command} " in result.stdout
 
 

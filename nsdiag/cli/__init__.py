@@ -5,6 +5,7 @@ analyse.py  load, explain, report: recorded inputs in, a diagnosis out
 rules.py    the rule table
 profile.py  running the profilers (progress.py draws their progress)
 doctor.py   can this machine profile?
+mcp.py      the MCP server for coding agents (nsdiag/mcp/), when its SDK is installed
 errors.py   one line and an exit code for every error, `-h` for help
 """
 

@@ -96,7 +96,7 @@ def load(inputs: tuple[Path, ...], output: Path, max_input_mb: float | None) -> 
     click.echo(f"{len(session.kernels)} kernel launches from {len(inputs)} input(s) -> {output}")
 
 
-def _diagnose(
+def diagnose_inputs(
     inputs: tuple[Path, ...],
     kernel: str | None = None,
     region: str = "auto",
@@ -104,6 +104,7 @@ def _diagnose(
     max_input_mb: float | None = None,
     steps: Steps | None = None,
 ) -> tuple[Session, Diagnosis]:
+    """The inputs read and diagnosed as `explain` and `report` do (and `nsdiag mcp`'s tools)."""
     from nsdiag import load as load_inputs
     from nsdiag.analysis.engine import diagnose
     from nsdiag.analysis.filters import keep_kernels
@@ -181,7 +182,7 @@ def explain(
 
     colored = use_color(color) and not as_json
     with Steps() as steps:
-        session, diagnosis = _diagnose(inputs, kernel, region, rule_dirs, max_input_mb, steps)
+        session, diagnosis = diagnose_inputs(inputs, kernel, region, rule_dirs, max_input_mb, steps)
         steps.step("writing")
         if as_json:
             text = render(diagnosis, session, "json")
@@ -232,22 +233,49 @@ def report(
     cards: int,
     max_input_mb: float | None,
 ) -> None:
+    from nsdiag.render import RenderOptions, render
+
+    if output != "-":
+        with Steps() as steps:
+            line = report_to_file(
+                inputs, Path(output), fmt, kernel, region, rule_dirs, cards, max_input_mb, steps
+            )
+        click.echo(line)
+        return
+    fmt = fmt or "html"
+    with Steps() as steps:
+        session, diagnosis = diagnose_inputs(inputs, kernel, region, rule_dirs, max_input_mb, steps)
+        steps.step(f"writing the {fmt} report")
+        text = render(diagnosis, session, fmt, RenderOptions(cards=cards))
+    click.echo(text, nl=False)
+
+
+def report_to_file(
+    inputs: tuple[Path, ...],
+    output: Path,
+    fmt: str | None = None,
+    kernel: str | None = None,
+    region: str = "auto",
+    rule_dirs: tuple[Path, ...] = (),
+    cards: int = 10,
+    max_input_mb: float | None = None,
+    steps: Steps | None = None,
+) -> str:
+    """`report -o FILE` (and `nsdiag mcp`'s report): the target checked before the diagnosis,
+    which may take a while; the format from its extension unless given; the line saying what
+    was written."""
     from nsdiag.render import RenderOptions, format_from_path, render
     from nsdiag.render.output import write_report
     from nsdiag.safe_write import check_target
 
-    if output != "-":
-        check_target(Path(output))  # before the diagnosis, which may take a while
-    fmt = fmt or ("html" if output == "-" else format_from_path(output))
-    with Steps() as steps:
-        session, diagnosis = _diagnose(inputs, kernel, region, rule_dirs, max_input_mb, steps)
+    check_target(output)
+    fmt = fmt or format_from_path(output)
+    session, diagnosis = diagnose_inputs(inputs, kernel, region, rule_dirs, max_input_mb, steps)
+    if steps is not None:
         steps.step(f"writing the {fmt} report")
-        text = render(diagnosis, session, fmt, RenderOptions(cards=cards))
-    if output == "-":
-        click.echo(text, nl=False)
-        return
-    path = write_report(Path(output), text)
-    click.echo(
+    text = render(diagnosis, session, fmt, RenderOptions(cards=cards))
+    path = write_report(output, text)
+    return (
         f"wrote {path} ({fmt}, {len(text.encode()) / 1e6:.1f} MB, "
         f"{len(diagnosis.kernels)} kernel signatures)"
     )

@@ -10,6 +10,7 @@ from nsdiag.cli.analyse import explain, load, report
 from nsdiag.cli.diff import diff
 from nsdiag.cli.doctor import doctor
 from nsdiag.cli.errors import CONTEXT, errors_as_one_line
+from nsdiag.cli.mcp import serve_mcp
 from nsdiag.cli.profile import profile
 from nsdiag.cli.rules import rules
 from nsdiag.version import __version__
@@ -27,5 +28,5 @@ def main() -> None:
     """Why is my CUDA kernel slow, and what do I change?"""
 
 
-for command in (load, explain, rules, report, diff, profile, doctor):
+for command in (load, explain, rules, report, diff, profile, doctor, serve_mcp):
     main.add_command(command)

@@ -16,6 +16,7 @@ from nsdiag.render.registry import extensions, formats
 
 if TYPE_CHECKING:
     from nsdiag.analysis.diagnosis import Diagnosis
+    from nsdiag.analysis.diff import Diff
     from nsdiag.model.session import Session
 
 REGION_HELP = "auto|all|nvtx:NAME|START:END"
@@ -172,7 +173,6 @@ def diff(
     share_pct: float,
     noise_pct: float | None,
 ) -> None:
-    from nsdiag.analysis.diff import compare, with_gate
     from nsdiag.render import DiffOptions, format_from_path, render_diff
     from nsdiag.render.diff.rows import gate_line
     from nsdiag.render.output import write_report
@@ -182,11 +182,16 @@ def diff(
         fmt = "json" if as_json else "text"
         if output and output != "-":
             fmt = format_from_path(output, "diff")
-    before_runs = _runs(before_paths, before_region or region, kernel)
-    after_runs = _runs(after_paths, after_region or region, kernel)
-    result = compare(before_runs[0], after_runs[0], before_runs[1:], after_runs[1:])
-    if fail_pct is not None:
-        result = with_gate(result, fail_pct, share_pct, noise_pct)
+    result = compare_inputs(
+        before_paths,
+        after_paths,
+        before_region or region,
+        after_region or region,
+        kernel,
+        fail_pct,
+        share_pct,
+        noise_pct,
+    )
     text = render_diff(result, fmt, DiffOptions(top=top))
     if output and output != "-":
         path = write_report(Path(output), text)
@@ -203,3 +208,25 @@ def diff(
         click.echo(gate_line(result.gate), err=to_stderr)
         if not result.gate.passed:
             sys.exit(GATE_FAILED)
+
+
+def compare_inputs(
+    before_paths: tuple[Path, ...],
+    after_paths: tuple[Path, ...],
+    before_region: str = "auto",
+    after_region: str = "auto",
+    kernel: str | None = None,
+    fail_pct: float | None = None,
+    share_pct: float = 10.0,
+    noise_pct: float | None = None,
+) -> Diff:
+    """BEFORE and AFTER read, diagnosed and compared, gated when `fail_pct` is given: what
+    `nsdiag diff` renders (and `nsdiag mcp`'s diff returns)."""
+    from nsdiag.analysis.diff import compare, with_gate
+
+    before_runs = _runs(before_paths, before_region, kernel)
+    after_runs = _runs(after_paths, after_region, kernel)
+    result = compare(before_runs[0], after_runs[0], before_runs[1:], after_runs[1:])
+    if fail_pct is not None:
+        result = with_gate(result, fail_pct, share_pct, noise_pct)
+    return result

@@ -27,6 +27,10 @@ P = ParamSpec("P")
 R = TypeVar("R")
 EXIT_USAGE = 2  # bad usage, unreadable input, an output that cannot be written
 EXIT_BROKEN_PIPE = 128 + 13  # 128 + SIGPIPE, what a shell reports for `yes | head -1`'s yes
+OUT_OF_MEMORY = (
+    "out of memory: the inputs need more memory than this process may use "
+    "(give fewer or smaller inputs, or raise the limit: ulimit -v)"
+)
 
 
 def one_line(text: str) -> str:
@@ -97,10 +101,7 @@ def errors_as_one_line() -> Iterator[None]:
         _say("nsdiag: interrupted")
         sys.exit(130)
     except MemoryError:  # inputs larger than the memory this process may use (ulimit -v, a cgroup)
-        _say(
-            "nsdiag: error: out of memory: the inputs need more memory than this process may use "
-            "(give fewer or smaller inputs, or raise the limit: ulimit -v)"
-        )
+        _say(f"nsdiag: error: {OUT_OF_MEMORY}")
         sys.exit(EXIT_USAGE)
     except OSError as error:
         if error.errno == errno.EPIPE:

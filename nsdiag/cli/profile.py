@@ -128,6 +128,13 @@ if TYPE_CHECKING:
 )
 @rules_option
 @click.option("--dry-run", is_flag=True, help="print the commands that would run, and exit")
+@click.option(
+    "--json-lines",
+    is_flag=True,
+    help="for a program that drives nsdiag (nsdiag mcp): progress, the program's output and "
+    "the result (the session folder, what it lacks) as one JSON object a line on stdout, "
+    "instead of the progress bars and the summary",
+)
 @one_line_errors
 def profile(
     program: tuple[str, ...],
@@ -149,6 +156,7 @@ def profile(
     verbose: bool,
     rule_dirs: tuple[Path, ...],
     dry_run: bool,
+    json_lines: bool,
 ) -> None:
     """Profile a program and say why its kernels are slow.
 
@@ -162,6 +170,7 @@ def profile(
     from nsdiag.collect.dry_run import dry_run as plan_commands
     from nsdiag.collect.options import ProfileOptions
     from nsdiag.collect.profile import profile as run_profile
+    from nsdiag.collect.progress_lines import LineProgress, result_line
 
     if program and program[0].startswith("-"):
         raise click.UsageError(
@@ -198,9 +207,14 @@ def profile(
             click.echo(f"# {note}")
         return
     console = Console(highlight=False)
-    # SIGTERM (a time limit) takes Ctrl-C's path: children stopped, partial session saved
-    with interrupts_as_keyboard(), RichProgress(console) as progress:
+    progress = LineProgress(click.echo) if json_lines else RichProgress(console)
+    # SIGTERM (a time limit, a cancelled `nsdiag mcp` call) takes Ctrl-C's path: children
+    # stopped, partial session saved
+    with interrupts_as_keyboard(), progress:
         result = run_profile(program, options, progress, nsdiag_argv=sys.argv)
+    if json_lines:
+        click.echo(result_line(result))
+        return
     _summary(console, result, region, rules)
     if verbose:
         _breakdown(console, result.session_dir)

@@ -246,6 +246,9 @@ def run_checks(
             "install a CUDA build of PyTorch (pytorch.org)",
         ),
         check_package("plotly", "charts in HTML reports", "pip install plotly"),
+        check_package(
+            "mcp", "nsdiag mcp, the server for coding agents", "pip install 'nsdiag[mcp]'"
+        ),
     ]
 
 
