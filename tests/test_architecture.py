@@ -18,6 +18,7 @@ LAYERS: dict[str, int] = {
     "nsdiag.resources": 0,
     "nsdiag.version": 0,
     "nsdiag.safe_write": 0,
+    "nsdiag.lazy": 0,
     "nsdiag.model": 1,
     "nsdiag.readers": 2,
     "nsdiag.analysis": 3,

@@ -11,13 +11,12 @@ imports nothing of the rule loader at run time, so the loader can import the reg
 
 from __future__ import annotations
 
-import functools
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from nsdiag.analysis.rules.template import render
+from nsdiag.lazy import resolve
 
 if TYPE_CHECKING:  # the loader imports the registry, which imports this module
     from nsdiag.analysis.diagnosis import Finding
@@ -80,12 +79,12 @@ class ProgramAnalysis:
     @property
     def function(self) -> Callable[[RuleSpec, ProgramContext], list[Finding]]:
         """The analysis function (its module imported on first use)."""
-        return _resolve(self.function_ref)  # type: ignore[no-any-return]
+        return resolve(self.function_ref)  # type: ignore[no-any-return]
 
     @property
     def held_back(self) -> Callable[[RuleSpec, ProgramContext], str | None] | None:
         """The hold-back check, or None."""
-        return None if self.held_back_ref is None else _resolve(self.held_back_ref)
+        return None if self.held_back_ref is None else resolve(self.held_back_ref)
 
     @property
     def defaults(self) -> dict[str, float]:
@@ -106,10 +105,3 @@ class ProgramAnalysis:
             odd = sorted(values.keys() ^ self.values.keys())
             raise ValueError(f"analysis {self.name} gives values {odd} unlike its record")
         return render(rule.message, values), render(rule.fix, values)
-
-
-@functools.cache
-def _resolve(ref: str) -> Any:
-    """The object a "module:name" reference names."""
-    module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)
