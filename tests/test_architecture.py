@@ -146,7 +146,7 @@ def test_every_module_has_a_layer() -> None:
             "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from nsdiag.cli import x\n",
             False,
         ),
-        ("from nsdiag.analysis.diagnosis import Diagnosis\n", False),
+        ("from nsdiag.analysis.records.diagnosis import Diagnosis\n", False),
     ],
 )
 def test_the_check_sees_upward_imports(source: str, expected: bool) -> None:

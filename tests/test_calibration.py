@@ -12,8 +12,8 @@ from functools import cache
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis, KernelDiagnosis
 from nsdiag.analysis.engine import diagnose
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
 from nsdiag.analysis.rules.spec import load_rules
 from tests.conftest import DATA
 

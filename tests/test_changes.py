@@ -13,9 +13,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from nsdiag.analysis.changes import CAUSES, KINDS, SWITCH, Change, group_changes
-from nsdiag.analysis.diagnosis import Diagnosis, Finding, FusionChain, KernelDiagnosis
+from nsdiag.analysis.changes import CAUSES, KINDS, SWITCH, group_changes
 from nsdiag.analysis.diff import compare
+from nsdiag.analysis.records.changes import Change
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.findings import Finding, FusionChain
 from nsdiag.render import fmt
 from nsdiag.render.text import render_text
 from tests.conftest import DATA

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.score_chains import attention_rows
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.model.kernel_facts import parse_kernel_name
 from tests.conftest import DATA
 

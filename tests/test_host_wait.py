@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis, Finding
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program.timeline.view import prepare
 from nsdiag.analysis.program.timeline.waits import CATEGORIES, WaitAccount, account
+from nsdiag.analysis.records.diagnosis import Diagnosis
+from nsdiag.analysis.records.findings import Finding
 from nsdiag.analysis.region.choose import choose_region
 from nsdiag.analysis.region.scope import restrict
 from tests.conftest import DATA

@@ -21,7 +21,6 @@ import pandas as pd
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.kernel import roofline, verdict
 from nsdiag.analysis.kernel.derived import add_derived
@@ -31,6 +30,8 @@ from nsdiag.analysis.kernel.memory_ceiling import (
     dram_ceiling,
 )
 from nsdiag.analysis.kernel.signatures import aggregate
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.findings import Finding
 from nsdiag.analysis.rules.evaluate import evaluate_rule
 from nsdiag.analysis.rules.namespace import KernelFacts, kernel_values
 from nsdiag.analysis.rules.spec import find_rule

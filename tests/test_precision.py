@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.kernel import roofline, verdict
 from nsdiag.analysis.kernel.derived import add_derived
 from nsdiag.analysis.kernel.signatures import aggregate
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.findings import Finding
 from nsdiag.analysis.rules.evaluate import evaluate_rule
 from nsdiag.analysis.rules.namespace import KernelFacts, kernel_values
 from nsdiag.analysis.rules.spec import find_rule, parse_rule

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from tests.conftest import DATA, load_benchmark
 
 PREDICTIONS = load_benchmark("predictions")

@@ -12,10 +12,10 @@ import pandas as pd
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program.timeline.view import prepare
 from nsdiag.analysis.program.user_range import activity_ranges
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.analysis.region.choose import choose_region
 from nsdiag.model.session import Session
 from tests.conftest import DATA

@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.diff import Diff, compare
 from nsdiag.analysis.engine import diagnose
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.cli import main
 from nsdiag.errors import NsdiagError
 from nsdiag.model.session import Session

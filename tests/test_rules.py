@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nsdiag.analysis.diagnosis import Finding, Skipped
+from nsdiag.analysis.records.findings import Finding, Skipped
 from nsdiag.analysis.rules.evaluate import evaluate_rule
 from nsdiag.analysis.rules.spec import KERNEL_CAUSES, PROGRAM_CAUSES, load_rules, parse_rule
 from nsdiag.errors import RuleError

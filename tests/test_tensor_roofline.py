@@ -15,9 +15,10 @@ import pandas as pd
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis, KernelDiagnosis, clean
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.kernel import roofline
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.jsonsafe import clean
 from nsdiag.collect import metric_set
 from nsdiag.model.canonical import canonical_metrics
 from nsdiag.model.session import Session

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from nsdiag.analysis.diagnosis import Diagnosis
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.cli import main
 from nsdiag.render import fmt, kernel_names
 from nsdiag.render.text import render_text

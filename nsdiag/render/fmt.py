@@ -11,8 +11,9 @@ from nsdiag.model.names import short_names
 from nsdiag.model.values import number
 
 if TYPE_CHECKING:
-    from nsdiag.analysis.changes import Change, Touch
-    from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
+    from nsdiag.analysis.records.changes import Change, Touch
+    from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+    from nsdiag.analysis.records.findings import Finding
 
 MISSING = "–"
 

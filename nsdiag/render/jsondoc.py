@@ -8,8 +8,8 @@ import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from nsdiag.analysis.diagnosis import Diagnosis
     from nsdiag.analysis.diff import Diff
+    from nsdiag.analysis.records.diagnosis import Diagnosis
     from nsdiag.model.session import Session
     from nsdiag.render.registry import DiffOptions, RenderOptions
 

@@ -18,8 +18,8 @@ from nsdiag.errors import NsdiagError
 from nsdiag.lazy import resolve
 
 if TYPE_CHECKING:
-    from nsdiag.analysis.diagnosis import Diagnosis
     from nsdiag.analysis.diff import Diff
+    from nsdiag.analysis.records.diagnosis import Diagnosis
     from nsdiag.model.session import Session
 
 Kind = Literal["report", "diff"]

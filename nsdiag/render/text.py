@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from nsdiag.analysis.diagnosis import Diagnosis
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.model.names import short_name
 from nsdiag.render import fmt, ranks
 from nsdiag.render.text_kernels import kernel_blocks, kernel_table, program_findings
@@ -35,7 +35,7 @@ from nsdiag.render.text_layout import WIDTH as PAGE_WIDTH
 from nsdiag.render.text_view import View
 
 if TYPE_CHECKING:
-    from nsdiag.analysis.changes import Change
+    from nsdiag.analysis.records.changes import Change
     from nsdiag.model.session import Session
     from nsdiag.render.registry import RenderOptions
 

@@ -14,7 +14,8 @@ from nsdiag.render import fmt, kernel_names
 from nsdiag.render.text_layout import DIM, NAME, RULE, SECTION, TITLE
 
 if TYPE_CHECKING:
-    from nsdiag.analysis.diagnosis import Evidence, Finding, KernelDiagnosis
+    from nsdiag.analysis.records.diagnosis import KernelDiagnosis
+    from nsdiag.analysis.records.findings import Evidence, Finding
     from nsdiag.render.text_view import View
 
 NAME_WIDTH = 24  # the narrowest kernel column

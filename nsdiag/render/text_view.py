@@ -11,8 +11,9 @@ from nsdiag.render import fmt, kernel_names
 from nsdiag.render.text_layout import FIX, Page, middle
 
 if TYPE_CHECKING:
-    from nsdiag.analysis.changes import Change, Touch
-    from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
+    from nsdiag.analysis.records.changes import Change, Touch
+    from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+    from nsdiag.analysis.records.findings import Finding
 
 
 @dataclass

@@ -27,10 +27,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nsdiag.analysis.changes import Change
-from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
 from nsdiag.analysis.diff.kernels import LABELS, KernelMatch
 from nsdiag.analysis.diff.side import Side
+from nsdiag.analysis.records.changes import Change
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.findings import Finding
 from nsdiag.model.names import normalized
 
 STATUSES = ("resolved", "unchecked", "persists", "changed", "new")

@@ -11,13 +11,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import KernelDiagnosis
-from nsdiag.analysis.kernel.roofline import MeasuredCeiling
 from nsdiag.analysis.program.launch_sequence import launches
-from nsdiag.analysis.program.ranks import RankAnalysis
 from nsdiag.analysis.program.score_chains import attention_rows
 from nsdiag.analysis.program.timeline.waits import WaitAccount, account
-from nsdiag.analysis.region.windows import Region
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
+from nsdiag.analysis.records.kernel import MeasuredCeiling
+from nsdiag.analysis.records.ranks import RankAnalysis
+from nsdiag.analysis.records.region import Region
 from nsdiag.model.session import Session
 
 if TYPE_CHECKING:  # the timeline analyses import this module

@@ -30,9 +30,9 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Evidence, Finding, FusionChain, share_of
 from nsdiag.analysis.program.analyses import FUSION_CANDIDATES
 from nsdiag.analysis.program.context import ProgramContext
+from nsdiag.analysis.records.findings import Evidence, Finding, FusionChain, share_of
 from nsdiag.model.names import short_names
 
 if TYPE_CHECKING:  # the rule loader imports the analyses' records

@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import KernelDiagnosis
 from nsdiag.analysis.program.user_range import program_ranges
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
 from nsdiag.analysis.region.sequence import synced_before
 from nsdiag.analysis.region.windows import launch_times
 from nsdiag.model.kernel_facts import parse_kernel_name

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Evidence, Finding, KernelDiagnosis, share_of
 from nsdiag.analysis.program.analyses import LAYOUT_CONVERSIONS
 from nsdiag.analysis.program.context import ProgramContext
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
+from nsdiag.analysis.records.findings import Evidence, Finding, share_of
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.names import short_names
 from nsdiag.model.signature import signature_key

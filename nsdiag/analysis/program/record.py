@@ -19,8 +19,8 @@ from nsdiag.analysis.rules.template import render
 from nsdiag.lazy import resolve
 
 if TYPE_CHECKING:  # the loader imports the registry, which imports this module
-    from nsdiag.analysis.diagnosis import Finding
     from nsdiag.analysis.program.context import ProgramContext
+    from nsdiag.analysis.records.findings import Finding
     from nsdiag.analysis.rules.spec import RuleSpec
 
 # What the session must hold for the analysis to run: kernels (ncu data), a timeline (nsys),

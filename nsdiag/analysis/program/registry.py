@@ -53,8 +53,8 @@ from nsdiag.analysis.program.analyses import (
 from nsdiag.analysis.program.record import TABLE_WORDS, ProgramAnalysis
 
 if TYPE_CHECKING:  # the rule loader imports this registry; the diagnosis imports pandas
-    from nsdiag.analysis.diagnosis import Finding, Skipped
     from nsdiag.analysis.program.context import ProgramContext
+    from nsdiag.analysis.records.findings import Finding, Skipped
     from nsdiag.analysis.rules.spec import RuleSpec
 
 PROGRAM_ANALYSES: dict[str, ProgramAnalysis] = {
@@ -103,7 +103,7 @@ def _skip_reason(rule: RuleSpec, ctx: ProgramContext) -> str | None:
 def program_findings(
     ctx: ProgramContext, rules: Sequence[RuleSpec]
 ) -> tuple[list[Finding], list[Skipped]]:
-    from nsdiag.analysis.diagnosis import Skipped
+    from nsdiag.analysis.records.findings import Skipped
 
     findings: list[Finding] = []
     skipped: list[Skipped] = []

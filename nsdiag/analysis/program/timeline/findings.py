@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Evidence, Finding, share_of
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.record import ProgramAnalysis
 from nsdiag.analysis.program.timeline.nvtx import UNNAMED, label
 from nsdiag.analysis.program.timeline.view import TimelineView
+from nsdiag.analysis.records.findings import Evidence, Finding, share_of
 from nsdiag.model.session import Session
 
 if TYPE_CHECKING:  # the rule loader imports the analyses' records

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.program.analyses import CPU_BOUND, IDLE_OTHER, LAUNCH_BOUND, SYNC_BOUND
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.record import ProgramAnalysis
@@ -24,6 +23,7 @@ from nsdiag.analysis.program.timeline.findings import (
 )
 from nsdiag.analysis.program.timeline.nvtx import host_ranges
 from nsdiag.analysis.program.timeline.waits import ALLOC_PATTERN, WaitAccount, stretch_text
+from nsdiag.analysis.records.findings import Evidence, Finding
 from nsdiag.model.ranks import rank_of
 from nsdiag.model.tables import records
 

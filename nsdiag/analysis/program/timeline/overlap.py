@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.program.analyses import NO_COPY_COMPUTE_OVERLAP, PAGEABLE_MEMCPY
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.timeline.findings import (
@@ -23,6 +22,7 @@ from nsdiag.analysis.program.timeline.findings import (
 from nsdiag.analysis.program.timeline.nvtx import label
 from nsdiag.analysis.program.timeline.pinned import pageable_saving, pinned_model, pinned_ratio
 from nsdiag.analysis.program.timeline.view import TimelineView
+from nsdiag.analysis.records.findings import Evidence, Finding
 from nsdiag.model.intervals import union_ns_by_group
 
 if TYPE_CHECKING:  # the rule loader imports the analyses' records

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.program.analyses import PAGEABLE_MEMCPY
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.timeline.findings import Draft, per_range, share
 from nsdiag.analysis.program.timeline.pinned import pageable_saving, pinned_model
+from nsdiag.analysis.records.findings import Evidence, Finding
 
 if TYPE_CHECKING:  # the rule loader imports the analyses' records
     from nsdiag.analysis.rules.spec import RuleSpec

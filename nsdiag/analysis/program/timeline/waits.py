@@ -39,8 +39,8 @@ import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.program.timeline.view import TimelineView
+from nsdiag.analysis.records.region import Region
 from nsdiag.analysis.region.startup import CALL_KINDS
-from nsdiag.analysis.region.windows import Region
 from nsdiag.model.intervals import runs, union_ns
 from nsdiag.model.tables import records
 
