@@ -13,8 +13,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from nsdiag.analysis.changes import CAUSES, KINDS, SWITCH, group_changes
+from nsdiag.analysis.changes import group_changes
 from nsdiag.analysis.diff import compare
+from nsdiag.analysis.records.causes import KINDS, SWITCH, cause_of
 from nsdiag.analysis.records.changes import Change
 from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
 from nsdiag.analysis.records.findings import Finding, FusionChain
@@ -82,7 +83,7 @@ def test_a_switch_is_one_change_wherever_it_fires(recording: str) -> None:
     findings = [f for k in d.kernels for f in k.findings] + list(d.program_findings)
     assert len(owner) == len(findings)  # each finding in exactly one change
     for f in findings:
-        kind = KINDS.get(CAUSES.get(f.cause, ""))
+        kind = KINDS.get(cause_of(f.cause, "program").change)
         if kind is not None and kind.group == SWITCH:
             assert owner[id(f)] == kind.key
 

@@ -1,8 +1,10 @@
-"""A rule's documentation as plain text: the same source feeds the CLI, HTML and docs."""
+"""A rule's documentation as plain text: the same source feeds the CLI, HTML and docs; and the
+table of causes docs/diagnosis.md shows."""
 
 from __future__ import annotations
 
 from nsdiag.analysis.program.registry import template_values
+from nsdiag.analysis.records.causes import CAUSES, KINDS, PER_FINDING, PER_KERNEL, SWITCH
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.analysis.rules.template import template_fields
 
@@ -69,3 +71,28 @@ def _template_lines(rule: RuleSpec) -> list[str]:
         f"analysis: {rule.analysis}; its message and fix may use these values:",
         *(f"  {{{name}}}{' ' * (width - len(name))}  {text}" for name, text in values.items()),
     ]
+
+
+# What a change's key is, by how its kind groups findings.
+_KEYS = {
+    SWITCH: "`{key}`",
+    PER_KERNEL: "`{key}:<signature name>`",
+    PER_FINDING: "`program:<rule>:<range or region>`",
+}
+
+
+def cause_table() -> str:
+    """docs/diagnosis.md's table of causes: one line per record of analysis/records/causes.py
+    (tests/test_causes.py checks the page against it)."""
+    lines = [
+        "| cause | scope | what it is | the change that fixes it | key | saving out of |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for cause in CAUSES.values():
+        kind = KINDS[cause.change]
+        title = kind.title.format(kernel="the kernel", where="", n="N")
+        key = _KEYS[kind.group].format(key=kind.key)
+        lines.append(
+            f"| `{cause.slug}` | {cause.scope} | {cause.doc} | {title} | {key} | {cause.budget} |"
+        )
+    return "\n".join(lines)

@@ -23,47 +23,6 @@ from nsdiag.analysis.rules.template import template_problems
 from nsdiag.errors import RuleError
 from nsdiag.resources import rules_dir
 
-# Causes whose slugs are public API (DESIGN.md); rule files may add more, never rename these.
-KERNEL_CAUSES = frozenset(
-    {
-        "dram-bandwidth-saturated",
-        "dram-bandwidth-underused",
-        "gemm-misaligned",
-        "degenerate-gemm",
-        "uncoalesced-global-access",
-        "shared-bank-conflicts",
-        "local-memory-spill",
-        "memory-latency",
-        "l2-bound",
-        "warp-divergence",
-        "compute-pipe-saturated",
-        "fp64-heavy",
-        "special-function-heavy",
-        "barrier-stall",
-        "atomic-contention",
-        "low-occupancy",
-        "tail-effect",
-        "small-grid",
-        "launch-overhead",
-        "tensor-core-unused",
-    }
-)
-PROGRAM_CAUSES = frozenset(
-    {
-        "fusion-candidate",
-        "layout-conversion",
-        "pageable-memcpy",
-        "sync-heavy",
-        "gpu-idle-gaps",
-        "no-copy-compute-overlap",
-        "launch-overhead",
-        "launch-bound",
-        "cpu-bound",
-        "eager-attention",
-    }
-)
-
-
 _FOLDER_HINT = "--rules and NSDIAG_RULES_DIR take folders of *.toml rule files"
 _NAMES_HINT = "use names from nsdiag/model/catalogue.py or nsdiag/analysis/rules/namespace.py"
 
