@@ -64,17 +64,6 @@ REGION = Budget("region")  # the region's wall time, which every change draws on
 WAITING = Budget("wait")  # a distributed run's wait, shared by the findings about it
 
 
-def named_kernels(f: Finding) -> tuple[str, ...]:
-    """The kernels a program finding is about: its fusion chain, the kernels its details list,
-    else the kernel it names."""
-    if f.chain:
-        return f.chain
-    listed = f.details.get("kernels") if isinstance(f.details, Mapping) else None
-    if isinstance(listed, list) and all(isinstance(n, str) for n in listed):
-        return tuple(listed)
-    return (f.kernel,) if f.kernel else ()
-
-
 # ------------------------------------------------------------------------------ grouping
 
 
@@ -213,7 +202,7 @@ def _draft_for(drafts: dict[str, _Draft], f: Finding, kernel: str | None, label:
             key, title = _unique(f"finding:{f.rule}:{kernel}", drafts), f"{f.title} ({label})"
         else:
             key = _unique(f"program:{f.rule}:{f.range or 'region'}", drafts)
-            n = len(named_kernels(f))
+            n = len(f.named_kernels)
             title = kind.title.format(n=n, where=where) if own and kind else f"{f.title}{where}"
         kind_name = kind_name if own else PER_FINDING
     if key not in drafts:
@@ -238,7 +227,7 @@ def _program_claims(
     want = _want(f)
     where: TouchKey = ("range", f.range, None) if f.range else ("program", "", None)
     budget = cause_of(f.cause, PROGRAM).budget
-    if budget == KERNELS_TIME and named_kernels(f):
+    if budget == KERNELS_TIME and f.named_kernels:
         return _split_over_kernels(index, f, want, table, sizes)
     if pooled and budget == WAIT:
         return [_Claim(WAITING, want, where, f.rule)]
@@ -252,7 +241,7 @@ def _chain_ranges(f: Finding) -> frozenset[str] | None:
     layout conversions are counted wherever they ran)."""
     if not f.chain:
         return None
-    return frozenset(f.range.split(", ")) if f.range else frozenset({""})
+    return frozenset(f.ranges) if f.ranges else frozenset({""})
 
 
 def _split_over_kernels(
@@ -265,7 +254,7 @@ def _split_over_kernels(
     members: list[tuple[TouchKey, dict[Budget, float]]] = []
     missing: list[str] = []
     seen: set[int] = set()
-    for name in named_kernels(f):
+    for name in f.named_kernels:
         found = table.by_name.get(normalized(name), [])
         for k in (k for k in found if k.id not in seen):
             seen.add(k.id)

@@ -64,13 +64,14 @@ def eager_attention(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         Evidence("score_kernel_ns", saved),
         share_evidence(ctx, saved, params["min_impact"]),
     )
+    kernels = tuple(sorted({str(k) for k in members["name"]}))
     details = {
         "chains": len(chains),
-        "kernels": sorted({str(k) for k in members["name"]}),
+        "kernels": list(kernels),
         "score_kernel_ns": saved,
         "estimate_basis": "names",
     }
-    draft = Draft(0, name, saved, values, evidence, details)
+    draft = Draft(0, name, saved, values, evidence, details, kernels)
     return [make_finding(EAGER_ATTENTION, rule, ctx, draft)]
 
 

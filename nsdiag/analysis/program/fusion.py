@@ -343,8 +343,9 @@ def _finding(
         impact_basis=rule.impact_basis,
         evidence=_evidence(params, occurrences),
         kernel=names[0],
-        range=", ".join(sorted(r for r in ranges if r)) or None,
+        ranges=tuple(sorted(r for r in ranges if r)),
         saved_ns=saved_ns,
-        details=FusionChain(names, len(occurrences)),
+        details=FusionChain(len(occurrences)),
         estimate="names" if occurrences[0].by_names else "metrics",
+        kernels=names,
     )

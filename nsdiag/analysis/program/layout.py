@@ -80,7 +80,8 @@ def layout_conversions(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         .agg(["size", "sum"])
         .sort_values("sum", ascending=False)
     )
-    labels = short_names(str(n) for n in per_kernel.index)
+    names = tuple(str(n) for n in per_kernel.index)
+    labels = short_names(names)
     moved = _bytes(found)
     values = {
         "share_pct": share * 100,
@@ -113,8 +114,9 @@ def layout_conversions(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
             ),
             kernel=str(per_kernel.index[0]),
             saved_ns=time_ns,
-            details={"kernels": [str(n) for n in per_kernel.index]},
+            details={"kernels": list(names)},
             estimate=timed,
+            kernels=names,
         )
     ]
 

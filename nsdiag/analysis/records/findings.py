@@ -30,14 +30,10 @@ class Evidence:
 
 @dataclass(frozen=True)
 class FusionChain:
-    """Operations in a row that pass intermediates through DRAM (signature names, in order),
-    and how many times the chain ran."""
+    """The details of a fusion chain, operations in a row that pass intermediates through DRAM:
+    how many times it ran (its kernels, in order, are the finding's `kernels`)."""
 
-    kernels: tuple[str, ...]
     occurrences: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"chain": list(self.kernels), "occurrences": self.occurrences}
 
 
 def share_of(saved_ns: float | None, wall_ns: float) -> float | None:
@@ -59,10 +55,15 @@ class Finding:
     impact_basis: str = ""
     evidence: tuple[Evidence, ...] = ()
     kernel: str | None = None  # signature name, for program findings that point at kernels
-    range: str | None = None  # NVTX range, for program findings
+    # The NVTX ranges a program finding is about (several for a fusion chain, sorted; "" never:
+    # work outside every range is no range); `range` is them as one label.
+    ranges: tuple[str, ...] = ()
     saved_ns: float | None = None  # time the fix would save in the analysed region
     details: Mapping[str, Any] | FusionChain = field(default_factory=dict)
     estimate: str = "metrics"  # one of ESTIMATES
+    # The kernels a program finding is about (a fusion chain's in order, the layout conversions,
+    # the attention score kernels); empty: the one `kernel` names, if any.
+    kernels: tuple[str, ...] = ()
 
     @property
     def rank_key(self) -> tuple[float, str]:
@@ -70,9 +71,21 @@ class Finding:
         return (-(self.saved_ns if self.saved_ns is not None else -1.0), self.rule)
 
     @property
+    def range(self) -> str | None:
+        """The NVTX range as the JSON and the renderers name it (None: outside every range)."""
+        return ", ".join(self.ranges) or None
+
+    @property
+    def named_kernels(self) -> tuple[str, ...]:
+        """The kernels the finding is about: the ones it lists, else the one it names."""
+        if self.kernels:
+            return self.kernels
+        return (self.kernel,) if self.kernel else ()
+
+    @property
     def chain(self) -> tuple[str, ...]:
         """The kernels of a fusion chain, in order; empty for other findings."""
-        return self.details.kernels if isinstance(self.details, FusionChain) else ()
+        return self.kernels if isinstance(self.details, FusionChain) else ()
 
     def to_json(self, iterations: int = 0) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -96,7 +109,11 @@ class Finding:
         }
         if self.kernel is not None:
             out["kernel"] = self.kernel
-        details = self.details.to_json() if isinstance(self.details, FusionChain) else self.details
+        details = (
+            {"chain": list(self.kernels), "occurrences": self.details.occurrences}
+            if isinstance(self.details, FusionChain)
+            else self.details
+        )
         if details:
             out["details"] = dict(details)
         return out

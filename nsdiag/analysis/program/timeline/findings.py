@@ -31,6 +31,7 @@ class Draft:
     values: Mapping[str, Any]  # for the rule's templates, besides the range's (range_values)
     evidence: tuple[Evidence, ...]
     details: Mapping[str, Any]
+    kernels: tuple[str, ...] = ()  # the kernels it is about (Finding.kernels)
 
 
 def by_range(frame: pd.DataFrame) -> Iterator[tuple[int, str, pd.DataFrame]]:
@@ -137,8 +138,9 @@ def make_finding(
         fix=fix,
         impact_basis=rule.impact_basis,
         evidence=draft.evidence,
-        range=draft.range or None,
+        ranges=(draft.range,) if draft.range else (),
         saved_ns=float(draft.saved_ns),
         details=details,
         estimate="timeline",
+        kernels=draft.kernels,
     )
