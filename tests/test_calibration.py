@@ -14,7 +14,7 @@ import pytest
 import nsdiag
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
-from nsdiag.analysis.rules.spec import load_rules
+from nsdiag.analysis.ruleset import load_rules
 from tests.conftest import DATA
 
 # rule -> (fixture, kernel that must fire it, fixed twin that must not)

@@ -24,7 +24,7 @@ from nsdiag.analysis.records.causes import (
     cause_of,
 )
 from nsdiag.analysis.records.findings import Finding
-from nsdiag.analysis.rules.spec import default_rules
+from nsdiag.analysis.ruleset import default_rules
 from nsdiag.render.ruledoc import cause_table
 
 DOCS = Path(__file__).parents[1] / "docs" / "diagnosis.md"

@@ -29,12 +29,12 @@ from nsdiag.analysis.kernel.memory_ceiling import (
     cc_major_of,
     dram_ceiling,
 )
+from nsdiag.analysis.kernel.namespace import KernelFacts, kernel_values
 from nsdiag.analysis.kernel.signatures import aggregate
 from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
 from nsdiag.analysis.records.findings import Finding
 from nsdiag.analysis.rules.evaluate import evaluate_rule
-from nsdiag.analysis.rules.namespace import KernelFacts, kernel_values
-from nsdiag.analysis.rules.spec import find_rule
+from nsdiag.analysis.ruleset import find_rule
 from nsdiag.model.tables import records
 from tests.conftest import DATA
 

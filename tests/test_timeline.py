@@ -31,7 +31,8 @@ from nsdiag.analysis.program.timeline.view import prepare
 from nsdiag.analysis.program.timeline.waits import CATEGORIES, WaitAccount
 from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.analysis.records.findings import Finding
-from nsdiag.analysis.rules.spec import RuleSpec, default_rules, find_rule
+from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.ruleset import default_rules, find_rule
 from nsdiag.errors import InputError
 from nsdiag.model.intervals import enclosing
 from nsdiag.model.session import Session

@@ -3,7 +3,8 @@ table of causes docs/diagnosis.md shows."""
 
 from __future__ import annotations
 
-from nsdiag.analysis.program.registry import template_values
+from collections.abc import Mapping
+
 from nsdiag.analysis.records.causes import CAUSES, KINDS, PER_FINDING, PER_KERNEL, SWITCH
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.analysis.rules.template import template_fields
@@ -23,7 +24,9 @@ def rule_row(rule: RuleSpec, path: str | None = None) -> str:
     return f"{rule.id}  {rule.scope:7s}  {rule.cause:28s}  {rule.title}{source}"
 
 
-def rule_text(rule: RuleSpec) -> str:
+def rule_text(rule: RuleSpec, values: Mapping[str, str] | None = None) -> str:
+    """`nsdiag rules show`: a rule's documentation; `values`: the values a program rule's
+    analysis gives its templates, with their meanings (analysis/ruleset.py template_values)."""
     lines = [f"{rule.id} {rule.cause}: {rule.title}", f"scope: {rule.scope}"]
     if rule.condition is not None:
         lines.append(f"fires when: {rule.condition.source}")
@@ -47,7 +50,7 @@ def rule_text(rule: RuleSpec) -> str:
         lines.append("estimated saving: none (the finding says so instead of printing a number)")
     if rule.impact_basis:
         lines.append(f"  because: {rule.impact_basis}")
-    lines.extend(_template_lines(rule))
+    lines.extend(_template_lines(rule, values or {}))
     for key, heading in _HEADINGS.items():
         value = rule.doc.get(key)
         lines.append("")
@@ -59,13 +62,12 @@ def rule_text(rule: RuleSpec) -> str:
     return "\n".join(lines)
 
 
-def _template_lines(rule: RuleSpec) -> list[str]:
+def _template_lines(rule: RuleSpec, values: Mapping[str, str]) -> list[str]:
     """What a rule's message and fix show: a kernel rule's names, or every value a program rule's
     analysis gives its templates."""
     if rule.scope != "program":
         shown = dict.fromkeys(f for t in (rule.message, rule.fix) for f, _, _ in template_fields(t))
         return [f"message shows: {', '.join(shown)}"] if shown else []
-    values = template_values(rule)
     width = max((len(name) for name in values), default=0)
     return [
         f"analysis: {rule.analysis}; its message and fix may use these values:",

@@ -14,11 +14,11 @@ from nsdiag.analysis.kernel.gemm_reference import (
     reference_for,
     references,
 )
+from nsdiag.analysis.kernel.namespace import KernelFacts, kernel_values
 from nsdiag.analysis.records.diagnosis import KernelDiagnosis, NcuRuleResult
 from nsdiag.analysis.records.findings import Finding, Skipped
 from nsdiag.analysis.records.kernel import MeasuredCeiling, RooflinePosition
 from nsdiag.analysis.rules.evaluate import evaluate_rule
-from nsdiag.analysis.rules.namespace import KernelFacts, kernel_values
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.session import Session
 from nsdiag.model.tables import records

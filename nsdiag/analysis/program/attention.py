@@ -16,16 +16,12 @@ DRAM.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from nsdiag.analysis.program.analyses import EAGER_ATTENTION
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.timeline.findings import Draft, make_finding
 from nsdiag.analysis.program.timeline.findings import share as share_evidence
 from nsdiag.analysis.records.findings import Evidence, Finding
-
-if TYPE_CHECKING:  # the rule loader imports the analyses' records
-    from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.rules.spec import RuleSpec
 
 
 def eager_attention(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:

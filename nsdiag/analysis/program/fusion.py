@@ -24,7 +24,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,10 +33,8 @@ import pandas as pd
 from nsdiag.analysis.program.analyses import FUSION_CANDIDATES
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.records.findings import Evidence, Finding, FusionChain, share_of
+from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.names import short_names
-
-if TYPE_CHECKING:  # the rule loader imports the analyses' records
-    from nsdiag.analysis.rules.spec import RuleSpec
 
 _TENSOR_IDLE_PCT = 5.0  # an operation whose tensor pipe is busier runs real matrix math
 ELEMENTWISE = frozenset({"elementwise"})

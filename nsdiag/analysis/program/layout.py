@@ -12,7 +12,6 @@ launches: the timeline's where there is one, else the profiled launches.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -20,13 +19,11 @@ from nsdiag.analysis.program.analyses import LAYOUT_CONVERSIONS
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.records.diagnosis import KernelDiagnosis
 from nsdiag.analysis.records.findings import Evidence, Finding, share_of
+from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.names import short_names
 from nsdiag.model.signature import signature_key
 from nsdiag.model.values import number
-
-if TYPE_CHECKING:  # the rule loader imports the analyses' records
-    from nsdiag.analysis.rules.spec import RuleSpec
 
 _COPY_NAME = re.compile(r"copy", re.IGNORECASE)
 _LAYOUT_NAME = re.compile(

@@ -4,9 +4,9 @@ The records are in analysis/program/analyses.py, each naming its function by mod
 (`function_ref`, "nsdiag.analysis.program.fusion:fusion_candidates"): the function stays in its
 module, which imports its record, and is imported when the analysis first runs (`function`).
 analysis/program/registry.py collects the records into one dict, which the rule loader
-(analysis/rules/spec.py) checks program rules against and the diagnosis dispatches on; neither
-the loader nor `nsdiag rules` imports an analysis module (pandas, numpy) to do so. This module
-imports nothing of the rule loader at run time, so the loader can import the registry.
+(analysis/ruleset.py) checks program rules against and the diagnosis dispatches on
+(program/dispatch.py); neither the loader nor `nsdiag rules` imports an analysis module
+(pandas, numpy) to do so.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from nsdiag.analysis.records.findings import Finding
+from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.analysis.rules.template import render
 from nsdiag.lazy import resolve
 
-if TYPE_CHECKING:  # the loader imports the registry, which imports this module
+if TYPE_CHECKING:  # annotations only: the context holds pandas tables, the rule loader none
     from nsdiag.analysis.program.context import ProgramContext
-    from nsdiag.analysis.records.findings import Finding
-    from nsdiag.analysis.rules.spec import RuleSpec
 
 # What the session must hold for the analysis to run: kernels (ncu data), a timeline (nsys),
 # launches (either: the analysis works on names and durations alone, better with ncu data), or

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import pandas as pd
 
@@ -15,10 +15,8 @@ from nsdiag.analysis.program.record import ProgramAnalysis
 from nsdiag.analysis.program.timeline.nvtx import UNNAMED, label
 from nsdiag.analysis.program.timeline.view import TimelineView
 from nsdiag.analysis.records.findings import Evidence, Finding, share_of
+from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.session import Session
-
-if TYPE_CHECKING:  # the rule loader imports the analyses' records
-    from nsdiag.analysis.rules.spec import RuleSpec
 
 
 @dataclass(frozen=True)

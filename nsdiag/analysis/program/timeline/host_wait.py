@@ -8,7 +8,7 @@ under the NVTX range that ends most of its idle time.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import pandas as pd
 
@@ -24,11 +24,9 @@ from nsdiag.analysis.program.timeline.findings import (
 from nsdiag.analysis.program.timeline.nvtx import host_ranges
 from nsdiag.analysis.program.timeline.waits import ALLOC_PATTERN, WaitAccount, stretch_text
 from nsdiag.analysis.records.findings import Evidence, Finding
+from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.ranks import rank_of
 from nsdiag.model.tables import records
-
-if TYPE_CHECKING:  # the rule loader imports the analyses' records
-    from nsdiag.analysis.rules.spec import RuleSpec
 
 _ALLOC_WORDS = "allocating memory, loading modules or initialising CUDA"
 # What the rank-imbalance finding claims of the late rank (rank_findings.py: claims_before).
