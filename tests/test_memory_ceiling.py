@@ -14,7 +14,6 @@ import gzip
 import json
 import math
 from collections.abc import Callable, Mapping
-from functools import cache
 from typing import Any
 
 import pandas as pd
@@ -31,21 +30,16 @@ from nsdiag.analysis.kernel.memory_ceiling import (
 )
 from nsdiag.analysis.kernel.namespace import KernelFacts, kernel_values
 from nsdiag.analysis.kernel.signatures import aggregate
-from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
 from nsdiag.analysis.records.findings import Finding
 from nsdiag.analysis.rules.evaluate import evaluate_rule
 from nsdiag.analysis.ruleset import find_rule
 from nsdiag.model.tables import records
-from tests.conftest import DATA
+from tests.conftest import DATA, diagnosis
 
 REFERENCE = "reference/raw.csv.gz"
 CALIB = "calib/raw.csv.gz"
 CALIB_EXTRA = "calib_extra/raw.csv.gz"
-
-
-@cache
-def diagnosis(path: str) -> Diagnosis:
-    return diagnose(nsdiag.load(DATA / path))
 
 
 def kernel(path: str, fragment: str) -> KernelDiagnosis:

@@ -8,13 +8,11 @@ strided stores and a GEMM one tile over a full wave).
 from __future__ import annotations
 
 import math
-from functools import cache
 from pathlib import Path
 
 import pytest
 
 import nsdiag
-from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.kernel import roofline, verdict
 from nsdiag.analysis.kernel.derived import add_derived
 from nsdiag.analysis.kernel.namespace import KernelFacts, kernel_values
@@ -25,6 +23,7 @@ from nsdiag.analysis.rules.evaluate import evaluate_rule
 from nsdiag.analysis.ruleset import find_rule, parse_rule
 from nsdiag.model.tables import records
 from tests.conftest import DATA
+from tests.conftest import diagnosis as recorded
 
 CALIB = "calib/raw.csv.gz"
 CALIB_EXTRA = "calib_extra/raw.csv.gz"
@@ -48,11 +47,10 @@ PROGRAMS = (
 )
 
 
-@cache
 def diagnosis(path: str) -> Diagnosis:
     # every profiled kernel, warm-up launches included: these tests are about what each kernel's
     # counters say, whether or not it ran in the steady state
-    return diagnose(nsdiag.load(DATA / path), region="all")
+    return recorded(path, region="all")
 
 
 def kernel(path: str, fragment: str, grid: str | None = None) -> KernelDiagnosis:
