@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.errors import NsdiagError
 from nsdiag.lazy import resolve
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: the comparison and the session hold pandas tables
     from nsdiag.analysis.diff import Diff
-    from nsdiag.analysis.records.diagnosis import Diagnosis
     from nsdiag.model.session import Session
 
 Kind = Literal["report", "diff"]
