@@ -27,8 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import nsdiag  # noqa: E402
-from nsdiag.analysis.diagnosis import Diagnosis, Finding  # noqa: E402
 from nsdiag.analysis.engine import diagnose  # noqa: E402
+from nsdiag.analysis.records.diagnosis import Diagnosis  # noqa: E402
+from nsdiag.analysis.records.findings import Finding  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 LOGS = DATA / "programs" / "logs"

@@ -1,7 +1,7 @@
 """Shared fixtures and helpers: paths to the recorded H200 data, GPU detection for `gpu` tests, a
 small phase-1 timeline for the planning tests, stand-in ncu and nsys programs (fake tools for
 discovery, and fake profilers that run the program and write recorded reports), and each
-recording read once per test session."""
+recording read once per test session and diagnosed once per region choice."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -19,7 +20,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
+import nsdiag
 import nsdiag.readers
+from nsdiag.analysis.engine import diagnose
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.collect import tools
 from nsdiag.model.session import Session
 from nsdiag.readers import source as input_source
@@ -88,6 +92,27 @@ def _read_recordings_once(path: Path, export_nsys_rep: object = None) -> Session
 
 
 nsdiag.readers._read_one = _read_recordings_once  # type: ignore[assignment]
+
+
+@cache
+def diagnosed(recording: str, region: str = "auto") -> tuple[Session, Diagnosis]:
+    """A recording under tests/data (its path there) and its diagnosis with the shipped rules,
+    once per test session for every test module: callers share them, and must not change them
+    (a frozen Diagnosis; `dataclasses.replace` a Session to vary it)."""
+    session = nsdiag.load(DATA / recording)
+    return session, diagnose(session, region=region)
+
+
+def diagnosis(recording: str, region: str = "auto") -> Diagnosis:
+    """The diagnosis of a recording under tests/data (`diagnosed`)."""
+    return diagnosed(recording, region)[1]
+
+
+def side(recording: str, region: str = "auto") -> tuple[tuple[str, ...], Session, Diagnosis]:
+    """A recording as one side of `nsdiag diff` (analysis.diff.Input: its sources, session and
+    diagnosis), from `diagnosed`."""
+    session, found = diagnosed(recording, region)
+    return (recording,), session, found
 
 
 def load_benchmark(name: str) -> ModuleType:

@@ -7,15 +7,12 @@ kernels, profiled with ncu --set full (tests/data/README.md).
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
 
-import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis, KernelDiagnosis
-from nsdiag.analysis.engine import diagnose
-from nsdiag.analysis.rules.spec import load_rules
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.ruleset import load_rules
 from tests.conftest import DATA
+from tests.conftest import diagnosis as recorded
 
 # rule -> (fixture, kernel that must fire it, fixed twin that must not)
 CALIBRATION: dict[str, tuple[str, str, str]] = {
@@ -70,13 +67,11 @@ LIBRARY_CASES: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
 }
 
 
-@cache
 def diagnosis(fixture: str) -> Diagnosis:
     """A fixture folder's raw export, a recorded file, or a session folder."""
-    path = DATA / fixture
-    if (path / "raw.csv.gz").is_file():
-        path = path / "raw.csv.gz"
-    return diagnose(nsdiag.load(path))
+    return recorded(
+        f"{fixture}/raw.csv.gz" if (DATA / fixture / "raw.csv.gz").is_file() else fixture
+    )
 
 
 def kernel(fixture: str, fragment: str) -> KernelDiagnosis:

@@ -13,9 +13,12 @@ from typing import Any
 import jsonschema
 import pytest
 
-from nsdiag.analysis.changes import CAUSES, KINDS, SWITCH, Change, group_changes
-from nsdiag.analysis.diagnosis import Diagnosis, Finding, FusionChain, KernelDiagnosis
+from nsdiag.analysis.changes import group_changes
 from nsdiag.analysis.diff import compare
+from nsdiag.analysis.records.causes import KINDS, SWITCH, cause_of
+from nsdiag.analysis.records.changes import Change
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.findings import Finding, FusionChain
 from nsdiag.render import fmt
 from nsdiag.render.text import render_text
 from tests.conftest import DATA
@@ -80,7 +83,7 @@ def test_a_switch_is_one_change_wherever_it_fires(recording: str) -> None:
     findings = [f for k in d.kernels for f in k.findings] + list(d.program_findings)
     assert len(owner) == len(findings)  # each finding in exactly one change
     for f in findings:
-        kind = KINDS.get(CAUSES.get(f.cause, ""))
+        kind = KINDS.get(cause_of(f.cause, "program").change)
         if kind is not None and kind.group == SWITCH:
             assert owner[id(f)] == kind.key
 
@@ -257,7 +260,7 @@ def test_a_fusion_chain_takes_from_its_kernels() -> None:
     a = synthetic_kernel(0, "kern_a", 100.0, hit("NSD107", "memory-latency", 60.0))
     b = synthetic_kernel(1, "kern_b", 50.0)
     chain = hit("NSD410", "fusion-candidate", 120.0, kernel="kern_a",
-                details=FusionChain(("kern_a", "kern_b"), 1))  # fmt: skip
+                kernels=("kern_a", "kern_b"), details=FusionChain(1))  # fmt: skip
     fuse, rewrite = group_changes([a, b], [chain], wall_ns=1_000.0)
     assert fuse.key == "program:NSD410:region" and fuse.saved_ns == pytest.approx(120.0)
     assert "2 operations" in fuse.title
@@ -271,7 +274,14 @@ def test_a_chain_takes_only_its_ranges_launches() -> None:
     """A kernel that ran in two ranges: a chain in one range takes from that range's time."""
     a = synthetic_kernel(0, "kern_a", 100.0)
     chains = [
-        hit("NSD410", "fusion-candidate", 45.0, range=r, details=FusionChain(("kern_a",), 1))
+        hit(
+            "NSD410",
+            "fusion-candidate",
+            45.0,
+            ranges=(r,),
+            kernels=("kern_a",),
+            details=FusionChain(1),
+        )
         for r in ("x", "y")
     ]
     changes = group_changes([a], chains, wall_ns=1_000.0, range_times={0: {"x": 5.0, "y": 5.0}})
@@ -312,7 +322,7 @@ def test_unknown_causes_are_one_change_per_finding() -> None:
         hit("NSD199", "brand-new-cause", 70.0),
         hit("NSD103", "uncoalesced-global-access", 50.0),
     )  # fmt: skip
-    late = [hit("NSD499", "cpu-bound-ish", 20.0, range="x") for _ in range(2)]
+    late = [hit("NSD499", "cpu-bound-ish", 20.0, ranges=("x",)) for _ in range(2)]
     changes = by_key(group_changes([k], late, wall_ns=1_000.0))
     assert set(changes) == {
         "finding:NSD199:kern_a", "kernel-rewrite:kern_a", "program:NSD499:x", "program:NSD499:x#2",
@@ -343,7 +353,7 @@ def test_ranks_waiting_share_one_budget() -> None:
 
 def test_no_estimate_changes_rank_last_and_serialise() -> None:
     k = synthetic_kernel(0, "kern_a", 100.0, hit("NSD101", "dram-bandwidth-saturated", None))
-    gaps = hit("NSD404", "gpu-idle-gaps", 5.0, range="load")
+    gaps = hit("NSD404", "gpu-idle-gaps", 5.0, ranges=("load",))
     changes = group_changes([k], [gaps], wall_ns=100.0)
     assert [c.saved_ns for c in changes] == [5.0, None]
     assert changes[1].estimate == "none" and changes[1].kernels[0].saved_ns is None

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import nsdiag
-from nsdiag.analysis.region.windows import Region
+from nsdiag.analysis.records.region import Region
 from nsdiag.collect import argv as cmd
 from nsdiag.collect import rounds
 from nsdiag.collect.phase1 import mark_region

@@ -24,6 +24,7 @@ from nsdiag.render.diff.html import render_diff_html
 from nsdiag.render.diff.markdown import render_diff_markdown
 from nsdiag.render.diff.text import render_diff_text
 from tests.conftest import DATA, load_benchmark
+from tests.conftest import side as recorded_side
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/diff.schema.json").read_text())
 PROGRAMS = "programs"
@@ -31,9 +32,9 @@ PROGRAMS = "programs"
 
 @cache
 def side(recording: str, nvtx: str | None = None) -> tuple[tuple[str, ...], Any, Any]:
-    session = nsdiag.load(DATA / recording)
-    if nvtx:
-        session = keep_nvtx_range(session, nvtx)
+    if not nvtx:
+        return recorded_side(recording)
+    session = keep_nvtx_range(nsdiag.load(DATA / recording), nvtx)
     return (recording,), session, diagnose(session)
 
 

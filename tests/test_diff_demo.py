@@ -9,16 +9,8 @@ import sys
 from functools import cache
 from typing import Any
 
-import nsdiag
 from nsdiag.analysis.diff import Diff, compare, with_gate
-from nsdiag.analysis.engine import diagnose
-from tests.conftest import DATA
-
-
-@cache
-def side(recording: str, region: str = "auto") -> tuple[tuple[str, ...], Any, Any]:
-    session = nsdiag.load(DATA / recording)
-    return (recording,), session, diagnose(session, region=region)
+from tests.conftest import DATA, side
 
 
 @cache

@@ -12,17 +12,14 @@ import subprocess
 import sys
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
 
-import nsdiag
 from nsdiag.analysis.diff import Diff, compare, with_gate
 from nsdiag.analysis.diff.noise import DEFAULT, GIVEN, MEASURED, RUN_NOISE_PCT, run_noise
-from nsdiag.analysis.engine import diagnose
 from nsdiag.render.diff.rows import gate_line, region_headline
-from tests.conftest import DATA
+from tests.conftest import DATA, side
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "docs/diff.schema.json").read_text())
 RUN1 = "diff_demo/elementwise_run1.sqlite.gz"
@@ -31,12 +28,6 @@ FIRST = "programs/elementwise"
 VERIFY = "programs/verify/elementwise"
 FIXED = "programs/elementwise_fixed.sqlite.gz"
 COMPILED = "diff_demo/elementwise_compiled"
-
-
-@cache
-def side(recording: str) -> tuple[tuple[str, ...], Any, Any]:
-    session = nsdiag.load(DATA / recording)
-    return (recording,), session, diagnose(session)
 
 
 @cache

@@ -4,24 +4,17 @@ switch to SDPA measured; programs that already use fused attention are left alon
 
 from __future__ import annotations
 
-from functools import cache
-
 import numpy as np
 import pandas as pd
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.score_chains import attention_rows
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.model.kernel_facts import parse_kernel_name
-from tests.conftest import DATA
-
-
-@cache
-def diagnosis(recording: str) -> Diagnosis:
-    return diagnose(nsdiag.load(DATA / recording))
+from tests.conftest import DATA, diagnosis
 
 
 def test_eager_llama_is_told_to_use_fused_attention_first_with_the_measured_saving() -> None:

@@ -12,20 +12,15 @@ import numpy as np
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis, Finding
-from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program.timeline.view import prepare
 from nsdiag.analysis.program.timeline.waits import CATEGORIES, WaitAccount, account
+from nsdiag.analysis.records.diagnosis import Diagnosis
+from nsdiag.analysis.records.findings import Finding
 from nsdiag.analysis.region.choose import choose_region
 from nsdiag.analysis.region.scope import restrict
-from tests.conftest import DATA
+from tests.conftest import DATA, diagnosis
 
 HOST_WAIT = ("NSD403", "NSD404", "NSD406", "NSD407")
-
-
-@cache
-def diagnosis(recording: str) -> Diagnosis:
-    return diagnose(nsdiag.load(DATA / recording))
 
 
 @cache

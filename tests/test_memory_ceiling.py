@@ -14,14 +14,12 @@ import gzip
 import json
 import math
 from collections.abc import Callable, Mapping
-from functools import cache
 from typing import Any
 
 import pandas as pd
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.kernel import roofline, verdict
 from nsdiag.analysis.kernel.derived import add_derived
@@ -30,21 +28,18 @@ from nsdiag.analysis.kernel.memory_ceiling import (
     cc_major_of,
     dram_ceiling,
 )
+from nsdiag.analysis.kernel.namespace import KernelFacts, kernel_values
 from nsdiag.analysis.kernel.signatures import aggregate
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
+from nsdiag.analysis.records.findings import Finding
 from nsdiag.analysis.rules.evaluate import evaluate_rule
-from nsdiag.analysis.rules.namespace import KernelFacts, kernel_values
-from nsdiag.analysis.rules.spec import find_rule
+from nsdiag.analysis.ruleset import find_rule
 from nsdiag.model.tables import records
-from tests.conftest import DATA
+from tests.conftest import DATA, diagnosis
 
 REFERENCE = "reference/raw.csv.gz"
 CALIB = "calib/raw.csv.gz"
 CALIB_EXTRA = "calib_extra/raw.csv.gz"
-
-
-@cache
-def diagnosis(path: str) -> Diagnosis:
-    return diagnose(nsdiag.load(DATA / path))
 
 
 def kernel(path: str, fragment: str) -> KernelDiagnosis:

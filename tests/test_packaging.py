@@ -53,7 +53,7 @@ def test_installed_wheel_finds_its_data(wheel: Path, tmp_path: Path) -> None:
     itself."""
     zipfile.ZipFile(wheel).extractall(tmp_path)
     code = (
-        "import nsdiag.resources as r; from nsdiag.analysis.rules.spec import load_rules; "
+        "import nsdiag.resources as r; from nsdiag.analysis.ruleset import load_rules; "
         "print(r.rules_dir()); print(len(load_rules())); print(r.templates_dir())"
     )
     result = subprocess.run(

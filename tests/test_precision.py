@@ -8,22 +8,22 @@ strided stores and a GEMM one tile over a full wave).
 from __future__ import annotations
 
 import math
-from functools import cache
 from pathlib import Path
 
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
-from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.kernel import roofline, verdict
 from nsdiag.analysis.kernel.derived import add_derived
+from nsdiag.analysis.kernel.namespace import KernelFacts, kernel_values
 from nsdiag.analysis.kernel.signatures import aggregate
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.findings import Finding
 from nsdiag.analysis.rules.evaluate import evaluate_rule
-from nsdiag.analysis.rules.namespace import KernelFacts, kernel_values
-from nsdiag.analysis.rules.spec import find_rule, parse_rule
+from nsdiag.analysis.ruleset import find_rule, parse_rule
 from nsdiag.model.tables import records
 from tests.conftest import DATA
+from tests.conftest import diagnosis as recorded
 
 CALIB = "calib/raw.csv.gz"
 CALIB_EXTRA = "calib_extra/raw.csv.gz"
@@ -47,11 +47,10 @@ PROGRAMS = (
 )
 
 
-@cache
 def diagnosis(path: str) -> Diagnosis:
     # every profiled kernel, warm-up launches included: these tests are about what each kernel's
     # counters say, whether or not it ran in the steady state
-    return diagnose(nsdiag.load(DATA / path), region="all")
+    return recorded(path, region="all")
 
 
 def kernel(path: str, fragment: str, grid: str | None = None) -> KernelDiagnosis:
@@ -278,7 +277,7 @@ def test_healthy_or_non_tensor_gemms_are_not_small_gemms(path: str, fragment: st
 def test_matrix_kernels_are_known_by_their_name_facts() -> None:
     """`is_gemm_like` from kernel facts: cuBLAS nvjet GEMMs count; cuDNN's flash attention
     ('wgmma' in its name) and PyTorch's GammaBeta backward ('mma' in 'Gamma') do not."""
-    from nsdiag.analysis.rules.namespace import matrix_kernel
+    from nsdiag.analysis.kernel.namespace import matrix_kernel
 
     assert matrix_kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT")
     assert matrix_kernel("sm90_xmma_fprop_implicit_gemm_f16f16_f16f32_f32_nhwckrsc_nhwc")

@@ -8,10 +8,7 @@ from typing import Any
 
 import pytest
 
-import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis
-from nsdiag.analysis.engine import diagnose
-from tests.conftest import DATA, load_benchmark
+from tests.conftest import diagnosis, load_benchmark
 
 PREDICTIONS = load_benchmark("predictions")
 
@@ -28,11 +25,6 @@ def test_the_measured_saving_is_within_a_factor_of_two_of_the_prediction(pair: A
     row = table()[(pair.program, pair.fix)]
     assert row["predicted_ms"] > 0 and row["measured_ms"] > 0
     assert 0.5 <= row["ratio"] <= 2.0, row
-
-
-@cache
-def diagnosis(recording: str) -> Diagnosis:
-    return diagnose(nsdiag.load(DATA / recording))
 
 
 # The realistic programs: what nsdiag says first is about the step, and it is what the fix

@@ -20,13 +20,14 @@ import pytest
 from click.testing import CliRunner
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program.record import TABLE_WORDS, Param, ProgramAnalysis
 from nsdiag.analysis.program.registry import PROGRAM_ANALYSES
 from nsdiag.analysis.program.timeline.host_wait import LAUNCH_BOUND, SYNC_BOUND
 from nsdiag.analysis.program.timeline.waits import WaitAccount
-from nsdiag.analysis.rules.spec import RuleSpec, default_rules, load_rules
+from nsdiag.analysis.records.diagnosis import Diagnosis
+from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.ruleset import default_rules, load_rules
 from nsdiag.cli import main
 from nsdiag.errors import RuleError
 from nsdiag.readers import nsys_sqlite

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program.lateness import STALL_NS, host_stalls
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.render.ranks import caption
 
 DATA = Path(__file__).parent / "data" / "multi_gpu"

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from nsdiag.analysis.records.region import Iteration
 from nsdiag.analysis.region.choose import choose_region
 from nsdiag.analysis.region.startup import summarise
 from nsdiag.analysis.region.steady import split_warmup
-from nsdiag.analysis.region.windows import Iteration
+from nsdiag.analysis.region.windows import within
 from nsdiag.errors import InputError
 
 MS = 1_000_000
@@ -64,8 +65,8 @@ def test_the_repeating_kernel_sequence_is_the_region_and_start_up_is_left_out() 
     assert region.start_ns == spans[2][0]  # the first steady iteration, after the slow two
     assert len(region.iterations) >= 10
     assert region.iteration_median_ns == pytest.approx(10 * MS)
-    assert not region.contains(
-        timeline["api_start_ns"][timeline["name"].str.startswith("init")]
+    assert not within(
+        timeline["api_start_ns"][timeline["name"].str.startswith("init")], region.windows
     ).any()
 
 

@@ -6,19 +6,14 @@ from a thread of its own. A synthetic export with known nesting, then the H200 r
 
 from __future__ import annotations
 
-from functools import cache
-
 import pandas as pd
 import pytest
 
-import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis
-from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program.timeline.view import prepare
 from nsdiag.analysis.program.user_range import activity_ranges
 from nsdiag.analysis.region.choose import choose_region
 from nsdiag.model.session import Session
-from tests.conftest import DATA
+from tests.conftest import diagnosis
 
 MS = 1_000_000
 MAIN, AUTOGRAD = 11, 12  # the Python thread and PyTorch's autograd engine thread
@@ -129,11 +124,6 @@ def test_numbered_instances_count_as_their_range() -> None:
     nvtx.loc[steps, "name"] = [f"step_{i}" for i in range(int(steps.sum()))]
     found = set(activity_ranges(session.timeline, nvtx))
     assert "step" in found and not any(str(n).startswith("step_") for n in found)
-
-
-@cache
-def diagnosis(recording: str) -> Diagnosis:
-    return diagnose(nsdiag.load(DATA / recording))
 
 
 @pytest.mark.parametrize(

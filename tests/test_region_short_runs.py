@@ -9,8 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from nsdiag.analysis.records.region import Region
 from nsdiag.analysis.region.choose import choose_region
-from nsdiag.analysis.region.windows import Region
 from tests.test_region import BODY, MS, NO_API, NO_NVTX, _kernel, _nvtx
 
 

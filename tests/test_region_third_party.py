@@ -5,19 +5,14 @@ runs its step four times has iterations, and start-up is summarised, never ranke
 
 from __future__ import annotations
 
-from functools import cache
-
 import pytest
 
-import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis
-from nsdiag.analysis.engine import diagnose
-from tests.conftest import DATA
+from nsdiag.analysis.records.diagnosis import Diagnosis
+from tests.conftest import diagnosis as recorded
 
 
-@cache
 def diagnosis(recording: str) -> Diagnosis:
-    return diagnose(nsdiag.load(DATA / f"third_party/{recording}"))
+    return recorded(f"third_party/{recording}")
 
 
 # recording -> (method, the range's name or None, steady iterations, warm-up iterations)

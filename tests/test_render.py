@@ -18,8 +18,8 @@ import pandas as pd
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.errors import NsdiagError
 from nsdiag.model.names import ELLIPSIS, short_name, short_names
 from nsdiag.model.session import NVTX_COLUMNS, TIMELINE_COLUMNS, Session

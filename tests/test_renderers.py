@@ -14,25 +14,24 @@ import pytest
 from click.testing import CliRunner
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.diff import Diff, compare
 from nsdiag.analysis.engine import diagnose
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.cli import main
 from nsdiag.errors import NsdiagError
 from nsdiag.model.session import Session
 from nsdiag.render import registry
 from nsdiag.render.registry import TABLE, Kind, extensions, format_from_path, formats
-from tests.conftest import DATA
+from tests.conftest import DATA, diagnosed
 
 REFERENCE = DATA / "reference" / "raw.csv.gz"
 BEFORE, AFTER = DATA / "diff_demo" / "naive", DATA / "diff_demo" / "float4"
 RENDER = Path(nsdiag.__file__).parent / "render"
 
 
-@cache
 def reference() -> tuple[Diagnosis, Session]:
-    session = nsdiag.load(REFERENCE)
-    return diagnose(session), session
+    session, found = diagnosed("reference/raw.csv.gz")
+    return found, session
 
 
 @cache

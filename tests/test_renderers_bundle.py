@@ -14,14 +14,12 @@ from typing import Any
 
 import pytest
 
-import nsdiag
 from nsdiag.analysis.diff import compare
-from nsdiag.analysis.engine import diagnose
 from nsdiag.render import render
 from nsdiag.render.diff.html import render_diff_html
 from nsdiag.render.plotly_js import BUNDLE, TRACES, VERSION, plotly_js
 from nsdiag.resources import templates_dir
-from tests.conftest import DATA
+from tests.conftest import diagnosed, side
 
 MB = 1_000_000
 # The reference report and the largest ones (tools/snapshot_outputs.py's recordings: infer_cnn's
@@ -42,13 +40,9 @@ _NEW_PLOT = re.compile(r"Plotly\.newPlot\(\s*")
 @cache
 def report(name: str) -> str:
     if name == "diff":
-        sides = []
-        for recording in DIFF:
-            session = nsdiag.load(DATA / recording)
-            sides.append(((recording,), session, diagnose(session)))
-        return render_diff_html(compare(sides[0], sides[1]))
-    session = nsdiag.load(DATA / name)
-    return render(diagnose(session), session, "html")
+        return render_diff_html(compare(side(DIFF[0]), side(DIFF[1])))
+    session, found = diagnosed(name)
+    return render(found, session, "html")
 
 
 def figures(html: str) -> list[list[dict[str, Any]]]:

@@ -22,9 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nsdiag.analysis.diagnosis import Finding, Skipped
+from nsdiag.analysis.records.findings import Finding, Skipped
 from nsdiag.analysis.rules.evaluate import evaluate_rule
-from nsdiag.analysis.rules.spec import RuleSpec, load_rules, parse_rule
+from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.ruleset import load_rules, parse_rule
 from nsdiag.errors import RuleError
 from nsdiag.resources import rules_dir
 from tests.test_output_safety import assert_one_line_error, nsdiag_cli

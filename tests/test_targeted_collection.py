@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.engine import diagnose
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.collect import metric_set, plan, rounds, session_dir
 from nsdiag.collect.weights import timeline_weights
 from nsdiag.model import launches as signatures

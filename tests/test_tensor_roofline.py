@@ -7,22 +7,20 @@ from __future__ import annotations
 import gzip
 import json
 import math
-from functools import cache
 from pathlib import Path
 
 import jsonschema
 import pandas as pd
 import pytest
 
-import nsdiag
-from nsdiag.analysis.diagnosis import Diagnosis, KernelDiagnosis, clean
-from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.kernel import roofline
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.jsonsafe import clean
 from nsdiag.collect import metric_set
 from nsdiag.model.canonical import canonical_metrics
 from nsdiag.model.session import Session
 from nsdiag.render import charts
-from tests.conftest import DATA
+from tests.conftest import DATA, diagnosed
 from tests.test_cli import run
 from tests.test_diagnosis import SCHEMA
 
@@ -35,16 +33,14 @@ GROUPS = "profile/duration-groups/full-0000.raw.csv.gz"  # full set, GEMMs run w
 _P = "sm__ops_path_tensor_"
 
 
-@cache
 def session(path: str) -> Session:
-    return nsdiag.load(DATA / path)
+    return diagnosed(path, region="all")[0]
 
 
-@cache
 def diagnosis(path: str) -> Diagnosis:
     # every profiled kernel, warm-up launches included (the region would leave out the cuDNN
     # autotuning candidates that ran only in the first batches)
-    return diagnose(session(path), region="all")
+    return diagnosed(path, region="all")[1]
 
 
 def tensor_kernels(path: str) -> list[KernelDiagnosis]:

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from nsdiag.analysis.diagnosis import Diagnosis
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.cli import main
 from nsdiag.render import fmt, kernel_names
 from nsdiag.render.text import render_text
@@ -193,7 +193,7 @@ def test_control_characters_from_names_never_reach_the_terminal(color: bool) -> 
     a right-to-left override and a newline."""
     d = diagnosis("reference")
     kernels = tuple(replace(k, name=k.name + HOSTILE, demangled="") for k in d.kernels)
-    findings = tuple(replace(f, range=(f.range or "") + HOSTILE) for f in d.program_findings)
+    findings = tuple(replace(f, ranges=((f.range or "") + HOSTILE,)) for f in d.program_findings)
     hostile = replace(d, kernels=kernels, program_findings=findings, changes=())
     for verbose in (False, True):
         text = text_of(hostile, verbose, **({"color": True} if color else {}))

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nsdiag.analysis.diagnosis import Diagnosis, Finding
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.program import context
 from nsdiag.analysis.program.registry import PROGRAM_ANALYSES
@@ -30,7 +29,10 @@ from nsdiag.analysis.program.timeline.host_wait import (
 from nsdiag.analysis.program.timeline.overlap import overlap_summary
 from nsdiag.analysis.program.timeline.view import prepare
 from nsdiag.analysis.program.timeline.waits import CATEGORIES, WaitAccount
-from nsdiag.analysis.rules.spec import RuleSpec, default_rules, find_rule
+from nsdiag.analysis.records.diagnosis import Diagnosis
+from nsdiag.analysis.records.findings import Finding
+from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.ruleset import default_rules, find_rule
 from nsdiag.errors import InputError
 from nsdiag.model.intervals import enclosing
 from nsdiag.model.session import Session

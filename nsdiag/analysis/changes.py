@@ -7,19 +7,15 @@ of one of its kernels), so findings are grouped by the change that fixes them an
 saving is marginal (analysis/marginal.py): what is left of the time it touches after the changes
 ranked above it took theirs. The total never passes the region's wall time.
 
-Cause -> change (CAUSES, one line per cause; KINDS says how a kind groups; the same table is
-in docs/diagnosis.md, "Findings are changes"):
-- switches and shapes, one change across every kernel they fire on: tensor-core-unused ->
-  `precision:tf32-or-bf16` (TF32 or bf16 autocast); gemm-misaligned -> `pad-dims`; small-gemm ->
-  `batch-rows`; layout-conversion -> `channels-last`; launch-overhead, on kernels (NSD304/306)
-  and on the timeline -> `cuda-graph`;
+Cause -> change: each cause's record (records/causes.py, the table docs/diagnosis.md shows)
+names the kind of change that fixes it, and the kind how it groups:
+- switches and shapes (TF32 or bf16 autocast, padded dimensions, more rows, one layout, a CUDA
+  graph, fused attention): one change across every kernel and range they fire on;
 - kernel-local causes (memory, compute, occupancy, stall rules) -> `kernel-rewrite:<signature
   name>`, one change per kernel name, its rule hits combined;
-- program causes (fusion-candidate, pageable-memcpy, no-copy-compute-overlap, sync-heavy,
-  gpu-idle-gaps, rank-imbalance, exposed-communication) -> one change per finding,
-  `program:<rule>:<range or region>`;
-- any other cause -> one change per finding (`program:<rule>:<range>`, or
-  `finding:<rule>:<kernel>` for a kernel finding).
+- the other program causes -> one change per finding, `program:<rule>:<range or region>`;
+- a cause the table does not know (a rule of the user's) -> one change per finding
+  (`program:<rule>:<range>`, or `finding:<rule>:<kernel>` for a kernel finding).
 
 What a change claims (the budgets of analysis/marginal.py):
 - a kernel finding: its saving out of its kernel's time in the region, split over the NVTX
@@ -32,9 +28,10 @@ What a change claims (the budgets of analysis/marginal.py):
   proportion to it (a member with no profile gets a budget of its own); the layout
   conversions: out of the conversion kernels' time, wherever they ran;
 - any other program finding: its own time (its `saved_ns`); in a distributed run the findings
-  about time the GPUs wait (WAIT_CAUSES) share one budget, the step above the ranks' mean
-  computation (a late rank's idle gap and the others' wait for it are one sleep; evening out the
-  ranks moves work, it does not remove it), and add up inside one change (different stretches).
+  about time the GPUs wait (their cause's budget is `wait`) share one budget, the step above the
+  ranks' mean computation (a late rank's idle gap and the others' wait for it are one sleep;
+  evening out the ranks moves work, it does not remove it), and add up inside one change
+  (different stretches).
 """
 
 from __future__ import annotations
@@ -42,217 +39,29 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-from nsdiag.analysis.marginal import EPS_NS, Budgets, Taken, walk
+from nsdiag.analysis.marginal import EPS_NS, Budget, Budgets, Taken, walk
+from nsdiag.analysis.records.causes import (
+    KERNEL,
+    KERNELS_TIME,
+    KINDS,
+    PER_FINDING,
+    PER_KERNEL,
+    PROGRAM,
+    SWITCH,
+    WAIT,
+    cause_of,
+)
+from nsdiag.analysis.records.changes import Change, Touch
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
+from nsdiag.analysis.records.findings import Finding
+from nsdiag.analysis.records.ranks import RankAnalysis
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.names import normalized, short_names
 
-if TYPE_CHECKING:
-    from nsdiag.analysis.diagnosis import Finding, KernelDiagnosis
-    from nsdiag.analysis.program.ranks import RankAnalysis
-
-SWITCH = "switch"  # one change across every kernel and range it fires on
-PER_KERNEL = "kernel"  # one change per kernel name, its rule hits combined
-PER_FINDING = "finding"  # one change per finding
-
-
-@dataclass(frozen=True)
-class Kind:
-    """How a kind of change groups findings, and its title in the user's words ({kernel}: the
-    kernel's short name, {where}: " in NVTX range X" or "", {n}: operations in a chain)."""
-
-    group: str  # SWITCH | PER_KERNEL | PER_FINDING
-    title: str
-    key: str = ""  # SWITCH: the change's key; PER_KERNEL: its prefix
-
-
-KINDS: Mapping[str, Kind] = {
-    "precision": Kind(
-        SWITCH, "Turn on TF32 or bf16 autocast for the fp32 GEMMs", "precision:tf32-or-bf16"
-    ),
-    "pad-dims": Kind(SWITCH, "Pad matrix dimensions to multiples of 8 (better 64)", "pad-dims"),
-    "batch-rows": Kind(
-        SWITCH, "Give the small matrix products more rows (batch more per step)", "batch-rows"
-    ),
-    "channels-last": Kind(
-        SWITCH, "Keep tensors in one layout (channels_last) end to end", "channels-last"
-    ),
-    "cuda-graph": Kind(
-        SWITCH, "Replay the step as a CUDA graph, or fuse its tiny kernels", "cuda-graph"
-    ),
-    "kernel-rewrite": Kind(PER_KERNEL, "Rewrite or tune {kernel}", "kernel-rewrite"),
-    "fuse": Kind(PER_FINDING, "Fuse the chain of {n} operations{where}"),
-    "pin-memory": Kind(PER_FINDING, "Pin the host buffers of the copies{where}"),
-    "overlap-copies": Kind(PER_FINDING, "Overlap the copies with the kernels{where}"),
-    "fewer-syncs": Kind(PER_FINDING, "Remove host synchronisations from the step{where}"),
-    "host-work": Kind(PER_FINDING, "Move host work off the step's critical path{where}"),
-    "alloc-load": Kind(PER_FINDING, "Allocate and load before the loop{where}"),
-    "fused-attention": Kind(
-        SWITCH, "Use fused attention (scaled_dot_product_attention)", "fused-attention"
-    ),
-    "balance-ranks": Kind(PER_FINDING, "Even out the ranks' work per step"),
-    "overlap-communication": Kind(PER_FINDING, "Overlap communication with computation"),
-}
-
-# Cause slug -> change kind. A cause not listed is one change per finding.
-CAUSES: Mapping[str, str] = {
-    "tensor-core-unused": "precision",
-    "gemm-misaligned": "pad-dims",
-    "small-gemm": "batch-rows",
-    "layout-conversion": "channels-last",
-    "launch-overhead": "cuda-graph",
-    "launch-bound": "cuda-graph",
-    "dram-bandwidth-saturated": "kernel-rewrite",
-    "dram-bandwidth-underused": "kernel-rewrite",
-    "l2-bound": "kernel-rewrite",
-    "uncoalesced-global-access": "kernel-rewrite",
-    "shared-bank-conflicts": "kernel-rewrite",
-    "local-memory-spill": "kernel-rewrite",
-    "memory-latency": "kernel-rewrite",
-    "atomic-contention": "kernel-rewrite",
-    "warp-divergence": "kernel-rewrite",
-    "compute-pipe-saturated": "kernel-rewrite",
-    "fp64-heavy": "kernel-rewrite",
-    "special-function-heavy": "kernel-rewrite",
-    "degenerate-gemm": "kernel-rewrite",
-    "barrier-stall": "kernel-rewrite",
-    "low-occupancy": "kernel-rewrite",
-    "tail-effect": "kernel-rewrite",
-    "small-grid": "kernel-rewrite",
-    "short-scoreboard-stall": "kernel-rewrite",
-    "mio-throttle-stall": "kernel-rewrite",
-    "lg-throttle-stall": "kernel-rewrite",
-    "math-pipe-throttle-stall": "kernel-rewrite",
-    "fusion-candidate": "fuse",
-    "pageable-memcpy": "pin-memory",
-    "no-copy-compute-overlap": "overlap-copies",
-    "sync-heavy": "fewer-syncs",
-    "cpu-bound": "host-work",
-    "gpu-idle-gaps": "alloc-load",
-    "eager-attention": "fused-attention",
-    "rank-imbalance": "balance-ranks",
-    "exposed-communication": "overlap-communication",
-}
-
-# Program causes whose saving is the time of the kernels they name (a chain, the conversions).
-KERNEL_TIME_CAUSES = frozenset({"fusion-candidate", "layout-conversion", "eager-attention"})
-# Program causes whose saving is time the GPUs wait: one budget in a distributed run. The
-# idle-time rework's candidate slugs are listed ahead of use (harmless until they fire).
-WAIT_CAUSES = frozenset(
-    {"gpu-idle-gaps", "sync-heavy", "launch-overhead", "rank-imbalance",
-     "exposed-communication", "launch-bound", "cpu-bound"}
-)  # fmt: skip
-REGION = "region"
-WAIT = "wait"
-
 TouchKey = tuple[str, str, int | None]  # (kind, name, kernel id)
-
-
-@dataclass(frozen=True)
-class Touch:
-    """A kernel or stretch of time a change touches, and what the change saves there."""
-
-    kind: str  # "kernel" | "range" | "program"
-    name: str  # the kernel's signature name, the NVTX range, or "" for the program
-    saved_ns: float | None  # marginal; None: no estimate
-    kernel_id: int | None = None  # the kernel's id in the diagnosis, where it was profiled
-    kernel_kind: str | None = None  # what its name says it does (gemm, conv-fprop, ...)
-    rules: tuple[str, ...] = ()
-
-    def to_json(self, iterations: int = 0) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "kernel_id": self.kernel_id,
-            "kernel_kind": self.kernel_kind,
-            "rules": list(self.rules),
-            "saved_ns": self.saved_ns,
-            "saved_per_iteration_ns": _per(self.saved_ns, iterations),
-        }
-
-
-@dataclass(frozen=True)
-class Change:
-    """One change the user makes: the findings it fixes and its marginal saving."""
-
-    key: str  # stable slug: precision:tf32-or-bf16, kernel-rewrite:<name>, program:<rule>:<range>
-    kind: str  # a key of KINDS, or "finding" for a cause with no kind
-    title: str
-    fix: str  # the fix text of its leading finding's rule (the cause's own)
-    findings: tuple[Finding, ...]  # leading (most saving) first
-    touches: tuple[Touch, ...]  # most saving first
-    summed_ns: float | None  # over what it touches, before the changes above took theirs
-    saved_ns: float | None  # marginal: after the changes ranked above it; None: no estimate
-    share: float | None  # saved_ns / the region's wall time
-    estimate: str = "none"  # the leading finding's basis (diagnosis.ESTIMATES)
-    after: tuple[str, ...] = ()  # changes ranked above that took some of the same time
-    # Marginal before the region's wall time capped the total: above saved_ns only where the
-    # region is shorter than the GPU work in it (a host loop running ahead of the GPU). `nsdiag
-    # diff`, which times such iterations by the GPU, checks this one.
-    uncapped_ns: float | None = None
-
-    @property
-    def rules(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(f.rule for f in self.findings))
-
-    @property
-    def causes(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(f.cause for f in self.findings))
-
-    @property
-    def kernels(self) -> tuple[Touch, ...]:
-        return tuple(t for t in self.touches if t.kind == "kernel")
-
-    def to_json(self, iterations: int = 0) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "kind": self.kind,
-            "title": self.title,
-            "fix": self.fix,
-            "rules": list(self.rules),
-            "causes": list(self.causes),
-            "saved_ns": self.saved_ns,
-            "saved_per_iteration_ns": _per(self.saved_ns, iterations),
-            "share": self.share,
-            "summed_ns": self.summed_ns,
-            "uncapped_ns": self.uncapped_ns,
-            "estimate": self.estimate,
-            "touches": [t.to_json(iterations) for t in self.touches],
-            "findings": [_finding_ref(f) for f in self.findings],
-            "after": list(self.after),
-        }
-
-
-def _finding_ref(f: Finding) -> dict[str, Any]:
-    """A finding the change groups, by name (its evidence is on its kernel's or program entry)."""
-    return {
-        "rule": f.rule,
-        "cause": f.cause,
-        "kernel": f.kernel,
-        "range": f.range,
-        "saved_ns": f.saved_ns,
-    }
-
-
-def _per(ns: float | None, iterations: int) -> float | None:
-    return ns / iterations if iterations and ns is not None else None
-
-
-def kind_of(cause: str) -> str | None:
-    """The change kind that fixes a cause; None: unknown (one change per finding)."""
-    return CAUSES.get(cause)
-
-
-def named_kernels(f: Finding) -> tuple[str, ...]:
-    """The kernels a program finding is about: its fusion chain, the kernels its details list,
-    else the kernel it names."""
-    if f.chain:
-        return f.chain
-    listed = f.details.get("kernels") if isinstance(f.details, Mapping) else None
-    if isinstance(listed, list) and all(isinstance(n, str) for n in listed):
-        return tuple(listed)
-    return (f.kernel,) if f.kernel else ()
+REGION = Budget("region")  # the region's wall time, which every change draws on
+WAITING = Budget("wait")  # a distributed run's wait, shared by the findings about it
 
 
 # ------------------------------------------------------------------------------ grouping
@@ -262,7 +71,7 @@ def named_kernels(f: Finding) -> tuple[str, ...]:
 class _Claim:
     """What a finding asks of one budget (ns, as if it came first); None: no estimate."""
 
-    resource: str
+    resource: Budget
     want_ns: float | None
     touch: TouchKey
     rule: str
@@ -282,8 +91,7 @@ class _Kernels:
     """The profiled signatures' budgets: one per NVTX range each ran in, where the launch
     sequence says, else one."""
 
-    parts: dict[int, dict[str, float]]  # kernel id -> {budget: ns}
-    range_of: dict[str, str]  # budget -> its NVTX range ("" outside any)
+    parts: dict[int, dict[Budget, float]]  # kernel id -> {budget: ns}
     by_name: dict[str, list[KernelDiagnosis]]  # under both name forms, normalized()
 
 
@@ -296,13 +104,13 @@ def group_changes(
 ) -> tuple[Change, ...]:
     """The diagnosis's findings as changes, ranked by marginal saving, no estimate last.
     `range_times`: each kernel's time per NVTX range (kernel id -> {range: ns}), where known."""
-    sizes: dict[str, float] = {REGION: max(float(wall_ns), 0.0)}
+    sizes: dict[Budget, float] = {REGION: max(float(wall_ns), 0.0)}
     table = _kernel_budgets(kernels, range_times or {})
     for parts in table.parts.values():
         sizes.update(parts)
     wait = _wait_budget(ranks)
     if wait is not None:
-        sizes[WAIT] = wait
+        sizes[WAITING] = wait
     names = short_names(k.demangled or k.name for k in kernels)
     drafts: dict[str, _Draft] = {}
     for k in kernels:
@@ -315,7 +123,7 @@ def group_changes(
         draft = _draft_for(drafts, f, None, "")
         draft.findings.append(f)
         draft.claims += _program_claims(i, f, table, sizes, wait is not None)
-    budgets = Budgets(sizes, frozenset(table.range_of) | _unsplit(table), REGION)
+    budgets = Budgets(sizes, REGION)
     estimated = {k for k, d in drafts.items() if any(c.want_ns is not None for c in d.claims)}
     ranked = walk({k: _combined(drafts[k], budgets) for k in sorted(estimated)}, budgets)
     out = [_change(drafts[t.key], t, sizes[REGION]) for t in ranked]
@@ -336,35 +144,28 @@ def _want(f: Finding) -> float | None:
     return None if f.saved_ns is None or not math.isfinite(f.saved_ns) else max(f.saved_ns, 0.0)
 
 
-def _unsplit(table: _Kernels) -> frozenset[str]:
-    """Kernel budgets not split by range (kernel time too: it shrinks)."""
-    return frozenset(r for parts in table.parts.values() for r in parts if r not in table.range_of)
-
-
 def _kernel_budgets(
     kernels: Sequence[KernelDiagnosis], range_times: Mapping[int, Mapping[str, float]]
 ) -> _Kernels:
     """Each kernel's region time, split over its NVTX ranges in proportion to the launch
     sequence's time there (the parts add up to the kernel's time)."""
-    parts: dict[int, dict[str, float]] = {}
-    range_of: dict[str, str] = {}
+    parts: dict[int, dict[Budget, float]] = {}
     by_name: dict[str, list[KernelDiagnosis]] = {}
     for k in kernels:
         total = max(_finite(k.total_duration_ns), 0.0)
         times = {r: t for r, t in (range_times.get(k.id) or {}).items() if t > 0}
         seen = sum(times.values())
         if seen > 0:
-            parts[k.id] = {f"kernel:{k.id}@{r}": total * t / seen for r, t in times.items()}
-            range_of.update({f"kernel:{k.id}@{r}": r for r in times})
+            parts[k.id] = {Budget("kernel", k.id, r): total * t / seen for r, t in times.items()}
         else:
-            parts[k.id] = {f"kernel:{k.id}": total}
+            parts[k.id] = {Budget("kernel", k.id): total}
         for name in dict.fromkeys(normalized(n) for n in (k.name, k.demangled) if n):
             by_name.setdefault(name, []).append(k)
-    return _Kernels(parts, range_of, by_name)
+    return _Kernels(parts, by_name)
 
 
 def _spread(
-    parts: Mapping[str, float], want: float | None, touch: TouchKey, rule: str
+    parts: Mapping[Budget, float], want: float | None, touch: TouchKey, rule: str
 ) -> list[_Claim]:
     """A saving on a kernel's time, claimed from its budgets in proportion to their size."""
     total = sum(parts.values())
@@ -388,7 +189,7 @@ def _wait_budget(ranks: RankAnalysis | None) -> float | None:
 
 def _draft_for(drafts: dict[str, _Draft], f: Finding, kernel: str | None, label: str) -> _Draft:
     """The change a finding belongs to, new or already drafted."""
-    kind_name = kind_of(f.cause) or ""
+    kind_name = cause_of(f.cause, PROGRAM if kernel is None else KERNEL).change
     kind = KINDS.get(kind_name)
     if kind is not None and kind.group == SWITCH:
         key, title = kind.key, kind.title
@@ -401,7 +202,7 @@ def _draft_for(drafts: dict[str, _Draft], f: Finding, kernel: str | None, label:
             key, title = _unique(f"finding:{f.rule}:{kernel}", drafts), f"{f.title} ({label})"
         else:
             key = _unique(f"program:{f.rule}:{f.range or 'region'}", drafts)
-            n = len(named_kernels(f))
+            n = len(f.named_kernels)
             title = kind.title.format(n=n, where=where) if own and kind else f"{f.title}{where}"
         kind_name = kind_name if own else PER_FINDING
     if key not in drafts:
@@ -419,18 +220,20 @@ def _unique(base: str, taken: Mapping[str, object]) -> str:
 
 
 def _program_claims(
-    index: int, f: Finding, table: _Kernels, sizes: dict[str, float], pooled: bool
+    index: int, f: Finding, table: _Kernels, sizes: dict[Budget, float], pooled: bool
 ) -> list[_Claim]:
-    """Where a program finding's saving comes from: its kernels' time (a chain, conversions),
-    the shared wait of a distributed run, or its own time."""
+    """Where a program finding's saving comes from, as its cause's record says: its kernels'
+    time (a chain, the conversions), the shared wait of a distributed run, or its own time."""
     want = _want(f)
     where: TouchKey = ("range", f.range, None) if f.range else ("program", "", None)
-    if f.cause in KERNEL_TIME_CAUSES and named_kernels(f):
+    budget = cause_of(f.cause, PROGRAM).budget
+    if budget == KERNELS_TIME and f.named_kernels:
         return _split_over_kernels(index, f, want, table, sizes)
-    if pooled and f.cause in WAIT_CAUSES:
-        return [_Claim(WAIT, want, where, f.rule)]
-    sizes[f"own:{index}"] = want or 0.0
-    return [_Claim(f"own:{index}", want, where, f.rule)]
+    if pooled and budget == WAIT:
+        return [_Claim(WAITING, want, where, f.rule)]
+    own = Budget("own", finding=index)
+    sizes[own] = want or 0.0
+    return [_Claim(own, want, where, f.rule)]
 
 
 def _chain_ranges(f: Finding) -> frozenset[str] | None:
@@ -438,38 +241,41 @@ def _chain_ranges(f: Finding) -> frozenset[str] | None:
     layout conversions are counted wherever they ran)."""
     if not f.chain:
         return None
-    return frozenset(f.range.split(", ")) if f.range else frozenset({""})
+    return frozenset(f.ranges) if f.ranges else frozenset({""})
 
 
 def _split_over_kernels(
-    index: int, f: Finding, want: float | None, table: _Kernels, sizes: dict[str, float]
+    index: int, f: Finding, want: float | None, table: _Kernels, sizes: dict[Budget, float]
 ) -> list[_Claim]:
     """A chain's (or the conversions') saving split over its kernels in proportion to their
     time in the chain's ranges; a kernel with no profile weighs as the mean profiled one and
     has a budget of its own (nothing else can claim it)."""
     ranges = _chain_ranges(f)
-    members: list[tuple[TouchKey, dict[str, float]]] = []
+    members: list[tuple[TouchKey, dict[Budget, float]]] = []
     missing: list[str] = []
     seen: set[int] = set()
-    for name in named_kernels(f):
+    for name in f.named_kernels:
         found = table.by_name.get(normalized(name), [])
         for k in (k for k in found if k.id not in seen):
             seen.add(k.id)
             parts = table.parts[k.id]
-            inside = {r: s for r, s in parts.items() if table.range_of.get(r) in (ranges or ())}
+            inside = {b: s for b, s in parts.items() if b.range in (ranges or ())}
             scoped = dict(parts) if ranges is None else inside
             members.append((("kernel", k.name, k.id), scoped or dict(parts)))
         if not found and name not in missing:
             missing.append(name)
     weights = [sum(parts.values()) for _, parts in members]
     mean = sum(weights) / len(weights) if weights and sum(weights) > 0 else 1.0
-    members += [(("kernel", n, None), {f"own:{index}:{j}": mean}) for j, n in enumerate(missing)]
+    members += [
+        (("kernel", n, None), {Budget("own", finding=index, member=j): mean})
+        for j, n in enumerate(missing)
+    ]
     total = sum(sum(parts.values()) for _, parts in members) or 1.0
     claims = []
     for touch, parts in members:
         for res, size in parts.items():
             part = None if want is None else want * size / total
-            if res.startswith("own:"):
+            if res.kind == "own":
                 sizes[res] = part or 0.0
             claims.append(_Claim(res, part, touch, f.rule))
     return claims
@@ -478,14 +284,14 @@ def _split_over_kernels(
 # ------------------------------------------------------------------------------ the records
 
 
-def _combined(draft: _Draft, budgets: Budgets) -> dict[str, float]:
+def _combined(draft: _Draft, budgets: Budgets) -> dict[Budget, float]:
     """The change's claim on each budget: on kernel time the largest (its rule hits there are
     alternatives), on other time the sum (different stretches), each at most the budget."""
-    out: dict[str, float] = {}
+    out: dict[Budget, float] = {}
     for c in draft.claims:
         if c.want_ns is None:
             continue
-        if c.resource in budgets.shrinking:
+        if c.resource.shrinks:
             out[c.resource] = max(out.get(c.resource, 0.0), c.want_ns)
         else:
             out[c.resource] = out.get(c.resource, 0.0) + c.want_ns
@@ -512,10 +318,10 @@ def _change(draft: _Draft, taken: Taken | None, region_ns: float) -> Change:
     )
 
 
-def _touches(draft: _Draft, takes: Mapping[str, float]) -> tuple[Touch, ...]:
+def _touches(draft: _Draft, takes: Mapping[Budget, float]) -> tuple[Touch, ...]:
     """One entry per kernel or range with what the change saves there; a budget several of its
     touches claim (a shared wait) is divided in proportion to their claims."""
-    wants: dict[str, dict[TouchKey, float]] = {}
+    wants: dict[Budget, dict[TouchKey, float]] = {}
     rules: dict[TouchKey, list[str]] = {}
     estimated: set[TouchKey] = set()
     for c in draft.claims:

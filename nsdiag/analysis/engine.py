@@ -11,20 +11,22 @@ from typing import Any
 import pandas as pd
 
 from nsdiag.analysis.changes import group_changes
-from nsdiag.analysis.diagnosis import Diagnosis, Finding, Skipped, TimelineSummary
 from nsdiag.analysis.kernel.derived import add_derived
 from nsdiag.analysis.kernel.diagnose import KernelInputs, diagnose_kernel, matrix_references
 from nsdiag.analysis.kernel.roofline import measured_dram_ceiling
 from nsdiag.analysis.kernel.signatures import aggregate
 from nsdiag.analysis.program.context import ProgramContext
+from nsdiag.analysis.program.dispatch import needs_timeline, program_findings
 from nsdiag.analysis.program.ranks import analyse_ranks, detailed_ranks, only_ranks
-from nsdiag.analysis.program.registry import needs_timeline, program_findings
 from nsdiag.analysis.program.timeline.view import TimelineView, prepare
+from nsdiag.analysis.records.diagnosis import Diagnosis, TimelineSummary
+from nsdiag.analysis.records.findings import Finding, Skipped
+from nsdiag.analysis.records.region import Region
 from nsdiag.analysis.region.choose import choose_region
 from nsdiag.analysis.region.scope import RegionKernels, restrict, weigh_by_region
 from nsdiag.analysis.region.startup import summarise
-from nsdiag.analysis.region.windows import Region
-from nsdiag.analysis.rules.spec import RuleSpec, default_rules
+from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.ruleset import default_rules
 from nsdiag.model.meta import SessionMeta
 from nsdiag.model.ranks import is_communication
 from nsdiag.model.session import Session

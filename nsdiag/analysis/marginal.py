@@ -5,7 +5,7 @@ A budget is a piece of time that can be saved once: a kernel's time (in one NVTX
 stretch of idle time, and the region's wall time, which every change draws on. A claim is what a
 change would save on one budget if it came first. The walk ranks, at each step, the change that
 saves most of what is left:
-- kernel time shrinks (a budget in `Budgets.shrinking`): a change that saves a fraction r of a
+- kernel time shrinks (`Budget.shrinks`): a change that saves a fraction r of a
   kernel saves r of what the changes above it left there, so two changes on one kernel compose
   as 1 - (1 - r1)(1 - r2) and never pass its time;
 - other time goes (idle gaps, copies, waits): a change takes at most what is left of it;
@@ -25,10 +25,25 @@ EPS_NS = 1e-3  # rounding slack
 
 
 @dataclass(frozen=True)
+class Budget:
+    """One piece of time that can be saved once (analysis/changes.py says which there are)."""
+
+    kind: str  # "region" | "wait" | "kernel" | "own"
+    kernel_id: int | None = None  # "kernel": the profiled signature's id in the diagnosis
+    range: str | None = None  # "kernel": the NVTX range of its time ("": outside any); None: all
+    finding: int | None = None  # "own": the program finding's index
+    member: int | None = None  # "own": a chain member without a profile, its place among those
+
+    @property
+    def shrinks(self) -> bool:
+        """Kernel time: a change saves its fraction of what is left of it."""
+        return self.kind == "kernel"
+
+
+@dataclass(frozen=True)
 class Budgets:
-    size: Mapping[str, float]  # budget -> ns
-    shrinking: frozenset[str]  # kernel time: a change saves its fraction of what is left
-    region: str  # the budget every change draws on (the region's wall time)
+    size: Mapping[Budget, float]  # budget -> ns
+    region: Budget  # the budget every change draws on (the region's wall time)
 
 
 @dataclass(frozen=True)
@@ -36,21 +51,21 @@ class Taken:
     """A change's place in the ranking and what it took."""
 
     key: str
-    takes: Mapping[str, float]  # budget -> ns saved there, scaled to the region's cap
+    takes: Mapping[Budget, float]  # budget -> ns saved there, scaled to the region's cap
     summed_ns: float  # its claims, as if it came first
     saved_ns: float  # marginal, capped by what was left of the region
     uncapped_ns: float  # marginal before that cap
     after: tuple[str, ...]  # changes ranked above it that took some of the same budgets
 
 
-def walk(claims: Mapping[str, Mapping[str, float]], budgets: Budgets) -> list[Taken]:
+def walk(claims: Mapping[str, Mapping[Budget, float]], budgets: Budgets) -> list[Taken]:
     """`claims`: change key -> {budget: ns it would save there first}. The changes ranked,
     most saving first."""
     left = dict(budgets.size)
     summed = {key: sum(c.values()) for key, c in claims.items()}
     heap = [(-summed[key], key) for key in claims]
     heapq.heapify(heap)
-    takers: dict[str, list[str]] = {}
+    takers: dict[Budget, list[str]] = {}
     out: list[Taken] = []
     while heap:
         _, key = heapq.heappop(heap)
@@ -74,14 +89,14 @@ def walk(claims: Mapping[str, Mapping[str, float]], budgets: Budgets) -> list[Ta
 
 
 def _takes(
-    claims: Mapping[str, float], left: Mapping[str, float], budgets: Budgets
-) -> dict[str, float]:
+    claims: Mapping[Budget, float], left: Mapping[Budget, float], budgets: Budgets
+) -> dict[Budget, float]:
     """What a change saves on each budget given what is left there."""
-    out: dict[str, float] = {}
+    out: dict[Budget, float] = {}
     for res, want in claims.items():
         remaining = left.get(res, 0.0)
         size = budgets.size.get(res, 0.0)
-        if res in budgets.shrinking:  # the same fraction of what is left
+        if res.shrinks:  # the same fraction of what is left
             take = want / size * remaining if size > 0 else 0.0
         else:  # at most what is left
             take = want

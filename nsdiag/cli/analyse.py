@@ -16,7 +16,7 @@ from nsdiag.errors import NsdiagError
 from nsdiag.render.registry import formats
 
 if TYPE_CHECKING:
-    from nsdiag.analysis.diagnosis import Diagnosis
+    from nsdiag.analysis.records.diagnosis import Diagnosis
     from nsdiag.model.session import Session
 
 

@@ -15,8 +15,8 @@ from nsdiag.errors import InputError
 from nsdiag.render.registry import extensions, formats
 
 if TYPE_CHECKING:
-    from nsdiag.analysis.diagnosis import Diagnosis
     from nsdiag.analysis.diff import Diff
+    from nsdiag.analysis.records.diagnosis import Diagnosis
     from nsdiag.model.session import Session
 
 REGION_HELP = "auto|all|nvtx:NAME|START:END"

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:
-    from nsdiag.analysis.rules.ruleset import RuleSet
+    from nsdiag.analysis.ruleset import RuleSet
 
 RULES_ENV = "NSDIAG_RULES_DIR"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -39,7 +39,7 @@ def rule_folders(option: Sequence[Path]) -> list[Path]:
 
 def active_rules(option: Sequence[Path]) -> RuleSet:
     """The rules to apply; a note on stderr for each rule a user's folder replaces."""
-    from nsdiag.analysis.rules.ruleset import load_rule_set
+    from nsdiag.analysis.ruleset import load_rule_set
 
     rule_set = load_rule_set(rule_folders(option))
     for note in rule_set.notes:
@@ -80,8 +80,9 @@ def rules_list(ctx: click.Context, rule_dirs: tuple[Path, ...] = ()) -> None:
 @click.pass_context
 def rules_show(ctx: click.Context, rule_id: str, rule_dirs: tuple[Path, ...]) -> None:
     """The documentation of one rule (by id, e.g. NSD101, or by cause slug)."""
-    from nsdiag.analysis.rules.spec import find_rule
+    from nsdiag.analysis.ruleset import find_rule, template_values
     from nsdiag.render.ruledoc import rule_text
 
     rule_set = active_rules(_folders(ctx, rule_dirs))
-    click.echo(rule_text(find_rule(rule_id, rule_set.rules)))
+    rule = find_rule(rule_id, rule_set.rules)
+    click.echo(rule_text(rule, template_values(rule)))

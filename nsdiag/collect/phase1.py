@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from nsdiag.analysis.records.region import Region
 from nsdiag.analysis.region.choose import choose_region
 from nsdiag.analysis.region.profiler import profiler_windows
-from nsdiag.analysis.region.windows import Region, launch_times, within
+from nsdiag.analysis.region.windows import launch_times, within
 from nsdiag.collect import argv as cmd
 from nsdiag.collect import runner
 from nsdiag.collect.cost import SECONDS_PER_LAUNCH
@@ -154,7 +155,7 @@ def mark_region(
         counted = within(times, profiler_windows(session.api_calls, region.trace_end_ns))
         launches = launches[counted].reset_index(drop=True)
         times = times[counted]
-    return launches.assign(in_region=region.contains(times)), region, from_start
+    return launches.assign(in_region=within(times, region.windows)), region, from_start
 
 
 def _ncu_durations(state: RunState) -> tuple[pd.DataFrame, float]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from nsdiag.analysis.region.windows import Region
+from nsdiag.analysis.records.region import Region
 from nsdiag.collect import breakdown, runner, session_dir, tools
 from nsdiag.collect.options import ProfileOptions, Progress
 from nsdiag.collect.plan import Plan

@@ -94,7 +94,7 @@ def report(
 
 def rules(action: str = "list", rule_id: str | None = None) -> Answer:
     """`nsdiag rules list` (with each rule's fields as data) or `nsdiag rules show ID`."""
-    from nsdiag.analysis.rules.spec import find_rule
+    from nsdiag.analysis.ruleset import find_rule
     from nsdiag.cli.rules import active_rules
     from nsdiag.render.ruledoc import rule_row, rule_text
 

@@ -1,8 +1,9 @@
 """Intervals on one time axis (ns): unions, merging and containment.
 
 Shared by the nsys reader (the NVTX range of each CUDA call), the timeline analyses (busy time
-per stage, the NVTX range open on a host thread) and the timeline chart (merged bars, busy % per
-bin). Every function is vectorised over numpy arrays.
+per stage, the NVTX range open on a host thread, a host thread's CUDA calls as busy pieces, the
+time covered by communication) and the timeline chart (merged bars, busy % per bin). Every
+function is vectorised over numpy arrays.
 """
 
 from __future__ import annotations
@@ -29,6 +30,24 @@ def union_ns(starts: npt.ArrayLike, ends: npt.ArrayLike) -> float:
     prev = np.concatenate([[s[0]], reach[:-1]])
     # Each interval adds what lies beyond everything before it.
     return float(np.sum(np.clip(e - np.maximum(s, prev), 0, None)))
+
+
+def runs(starts: Array, ends: Array) -> tuple[IntArray, Array]:
+    """Intervals sorted by start, merged into the disjoint pieces of their union (intervals that
+    overlap or touch are one piece): the index of each piece's first interval, and its end."""
+    reach = np.maximum.accumulate(ends)
+    new = np.ones(len(starts), dtype=bool)
+    new[1:] = starts[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    return first, np.maximum.reduceat(reach, first)
+
+
+def disjoint(starts: Array, ends: Array) -> tuple[Array, Array]:
+    """The union of intervals (any order) as sorted disjoint intervals: their starts and ends."""
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    first, piece_ends = runs(s, e)
+    return s[first], piece_ends
 
 
 _FEW_GROUPS = 4096  # below this many, a loop over the groups beats a groupby

@@ -12,7 +12,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from nsdiag.analysis.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
 from nsdiag.model.catalogue import STALL_REASONS
 from nsdiag.model.gpu_units import UNITS
 from nsdiag.model.values import number

@@ -5,14 +5,13 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from nsdiag.analysis.records.changes import Change, Touch
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.findings import Finding
 from nsdiag.model.names import short_names
 from nsdiag.model.values import number
-
-if TYPE_CHECKING:
-    from nsdiag.analysis.changes import Change, Touch
-    from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
 
 MISSING = "–"
 

@@ -17,7 +17,8 @@ import plotly.graph_objects as go
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis, NcuRuleResult
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis, NcuRuleResult
+from nsdiag.analysis.records.findings import Finding
 from nsdiag.model.session import Session
 from nsdiag.model.values import number
 from nsdiag.render import RenderOptions, charts, fmt, ranks, timeline_chart, timeline_zoom

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from nsdiag.analysis.diagnosis import Diagnosis
+from nsdiag.analysis.records.diagnosis import Diagnosis
+from nsdiag.render.registry import DiffOptions, RenderOptions
+
+if TYPE_CHECKING:  # annotations only: the comparison and the session hold pandas tables
     from nsdiag.analysis.diff import Diff
     from nsdiag.model.session import Session
-    from nsdiag.render.registry import DiffOptions, RenderOptions
 
 
 def render_json(

@@ -7,10 +7,8 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from nsdiag.analysis.diagnosis import KernelDiagnosis
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
 
 
 def dims(text: str) -> str:

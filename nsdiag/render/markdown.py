@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from nsdiag.analysis.diagnosis import Diagnosis
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.model.values import number
 from nsdiag.render import fmt, ranks
 from nsdiag.render.registry import RenderOptions

@@ -4,8 +4,8 @@ late rank (the straggler) marked."""
 
 from __future__ import annotations
 
-from nsdiag.analysis.diagnosis import Diagnosis
-from nsdiag.analysis.program.ranks import RankAnalysis
+from nsdiag.analysis.records.diagnosis import Diagnosis
+from nsdiag.analysis.records.ranks import RankAnalysis
 from nsdiag.render import fmt
 
 HEADERS = (

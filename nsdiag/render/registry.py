@@ -3,22 +3,22 @@ that draw a diagnosis (a report) and a comparison (a diff) in it. Adding a forma
 in `TABLE`; `render`, `render_diff`, `format_from_path` and the CLI's `--format` choices read it.
 
 A renderer only displays: it receives a finished Diagnosis (and the Session, for the timeline)
-or a Diff and returns a string. It is named "module:function" and imported when first used, so
-the text path never loads jinja2 or plotly.
+or a Diff and returns a string. It is named "module:function" and imported when first used
+(nsdiag/lazy.py), so the text path never loads jinja2 or plotly.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, cast
 
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.errors import NsdiagError
+from nsdiag.lazy import resolve
 
-if TYPE_CHECKING:
-    from nsdiag.analysis.diagnosis import Diagnosis
+if TYPE_CHECKING:  # annotations only: the comparison and the session hold pandas tables
     from nsdiag.analysis.diff import Diff
     from nsdiag.model.session import Session
 
@@ -128,11 +128,6 @@ def _entry(fmt: str, kind: Kind) -> str:
     raise NsdiagError(f"unknown report format {fmt!r}", f"use one of {', '.join(formats(kind))}")
 
 
-def _load(ref: str) -> Callable[..., str]:
-    module, _, function = ref.partition(":")
-    return cast("Callable[..., str]", getattr(importlib.import_module(module), function))
-
-
 def render(
     diagnosis: Diagnosis,
     session: Session | None = None,
@@ -140,11 +135,11 @@ def render(
     options: RenderOptions | None = None,
 ) -> str:
     """The report as a string in `fmt` (a name or alias in TABLE)."""
-    renderer = cast(ReportRenderer, _load(_entry(fmt, "report")))
+    renderer = cast(ReportRenderer, resolve(_entry(fmt, "report")))
     return renderer(diagnosis, session, options or RenderOptions())
 
 
 def render_diff(diff: Diff, fmt: str = "text", options: DiffOptions | None = None) -> str:
     """The comparison as a string in `fmt` (a name or alias in TABLE)."""
-    renderer = cast(DiffRenderer, _load(_entry(fmt, "diff")))
+    renderer = cast(DiffRenderer, resolve(_entry(fmt, "diff")))
     return renderer(diff, options or DiffOptions())

@@ -1,8 +1,11 @@
-"""A rule's documentation as plain text: the same source feeds the CLI, HTML and docs."""
+"""A rule's documentation as plain text: the same source feeds the CLI, HTML and docs; and the
+table of causes docs/diagnosis.md shows."""
 
 from __future__ import annotations
 
-from nsdiag.analysis.program.registry import template_values
+from collections.abc import Mapping
+
+from nsdiag.analysis.records.causes import CAUSES, KINDS, PER_FINDING, PER_KERNEL, SWITCH
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.analysis.rules.template import template_fields
 
@@ -21,7 +24,9 @@ def rule_row(rule: RuleSpec, path: str | None = None) -> str:
     return f"{rule.id}  {rule.scope:7s}  {rule.cause:28s}  {rule.title}{source}"
 
 
-def rule_text(rule: RuleSpec) -> str:
+def rule_text(rule: RuleSpec, values: Mapping[str, str] | None = None) -> str:
+    """`nsdiag rules show`: a rule's documentation; `values`: the values a program rule's
+    analysis gives its templates, with their meanings (analysis/ruleset.py template_values)."""
     lines = [f"{rule.id} {rule.cause}: {rule.title}", f"scope: {rule.scope}"]
     if rule.condition is not None:
         lines.append(f"fires when: {rule.condition.source}")
@@ -45,7 +50,7 @@ def rule_text(rule: RuleSpec) -> str:
         lines.append("estimated saving: none (the finding says so instead of printing a number)")
     if rule.impact_basis:
         lines.append(f"  because: {rule.impact_basis}")
-    lines.extend(_template_lines(rule))
+    lines.extend(_template_lines(rule, values or {}))
     for key, heading in _HEADINGS.items():
         value = rule.doc.get(key)
         lines.append("")
@@ -57,15 +62,39 @@ def rule_text(rule: RuleSpec) -> str:
     return "\n".join(lines)
 
 
-def _template_lines(rule: RuleSpec) -> list[str]:
+def _template_lines(rule: RuleSpec, values: Mapping[str, str]) -> list[str]:
     """What a rule's message and fix show: a kernel rule's names, or every value a program rule's
     analysis gives its templates."""
     if rule.scope != "program":
         shown = dict.fromkeys(f for t in (rule.message, rule.fix) for f, _, _ in template_fields(t))
         return [f"message shows: {', '.join(shown)}"] if shown else []
-    values = template_values(rule)
     width = max((len(name) for name in values), default=0)
     return [
         f"analysis: {rule.analysis}; its message and fix may use these values:",
         *(f"  {{{name}}}{' ' * (width - len(name))}  {text}" for name, text in values.items()),
     ]
+
+
+# What a change's key is, by how its kind groups findings.
+_KEYS = {
+    SWITCH: "`{key}`",
+    PER_KERNEL: "`{key}:<signature name>`",
+    PER_FINDING: "`program:<rule>:<range or region>`",
+}
+
+
+def cause_table() -> str:
+    """docs/diagnosis.md's table of causes: one line per record of analysis/records/causes.py
+    (tests/test_causes.py checks the page against it)."""
+    lines = [
+        "| cause | scope | what it is | the change that fixes it | key | saving out of |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for cause in CAUSES.values():
+        kind = KINDS[cause.change]
+        title = kind.title.format(kernel="the kernel", where="", n="N")
+        key = _KEYS[kind.group].format(key=kind.key)
+        lines.append(
+            f"| `{cause.slug}` | {cause.scope} | {cause.doc} | {title} | {key} | {cause.budget} |"
+        )
+    return "\n".join(lines)

@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from nsdiag.analysis.diagnosis import Diagnosis
+from nsdiag.analysis.records.changes import Change
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.model.names import short_name
 from nsdiag.render import fmt, ranks
+from nsdiag.render.registry import RenderOptions
 from nsdiag.render.text_kernels import kernel_blocks, kernel_table, program_findings
 from nsdiag.render.text_layout import (
     DIM,
@@ -34,10 +36,8 @@ from nsdiag.render.text_layout import (
 from nsdiag.render.text_layout import WIDTH as PAGE_WIDTH
 from nsdiag.render.text_view import View
 
-if TYPE_CHECKING:
-    from nsdiag.analysis.changes import Change
+if TYPE_CHECKING:  # annotations only: a session holds pandas tables
     from nsdiag.model.session import Session
-    from nsdiag.render.registry import RenderOptions
 
 WIDTH = 120  # what render/diff/text.py draws `nsdiag diff` at (this view: PAGE_WIDTH)
 RANKED = 5  # changes in the short view

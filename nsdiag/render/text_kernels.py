@@ -5,17 +5,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
+from nsdiag.analysis.records.findings import Evidence, Finding
 from nsdiag.model.values import number
 from nsdiag.render import fmt, kernel_names
 from nsdiag.render.text_layout import DIM, NAME, RULE, SECTION, TITLE
-
-if TYPE_CHECKING:
-    from nsdiag.analysis.diagnosis import Evidence, Finding, KernelDiagnosis
-    from nsdiag.render.text_view import View
+from nsdiag.render.text_view import View
 
 NAME_WIDTH = 24  # the narrowest kernel column
 BOUND_WIDTH = 24  # the widest bound column (`latency: long scoreboard`)

@@ -5,14 +5,12 @@ already printed (a fix is said once; later places refer back to it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from nsdiag.analysis.records.changes import Change, Touch
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.findings import Finding
 from nsdiag.render import fmt, kernel_names
 from nsdiag.render.text_layout import FIX, Page, middle
-
-if TYPE_CHECKING:
-    from nsdiag.analysis.changes import Change, Touch
-    from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
 
 
 @dataclass

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from nsdiag.analysis.diagnosis import Diagnosis
 from nsdiag.analysis.diff.by_change import ChangeOutcome, outcomes
 from nsdiag.analysis.diff.findings import compare_findings
 from nsdiag.analysis.diff.gate import DEFAULT_SHARE_PCT, Gate, check
@@ -25,6 +24,7 @@ from nsdiag.analysis.diff.kernels import KernelMatch, match_kernels
 from nsdiag.analysis.diff.result import SCHEMA, Diff, region_change
 from nsdiag.analysis.diff.sameness import program_warnings
 from nsdiag.analysis.diff.side import Side, build
+from nsdiag.analysis.records.diagnosis import Diagnosis
 from nsdiag.model.session import Session
 
 Input = tuple[tuple[str, ...], Session, Diagnosis]  # its sources, its session, its diagnosis

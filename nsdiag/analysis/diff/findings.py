@@ -24,13 +24,14 @@ lost.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from nsdiag.analysis.changes import Change
-from nsdiag.analysis.diagnosis import Diagnosis, Finding, KernelDiagnosis
 from nsdiag.analysis.diff.kernels import LABELS, KernelMatch
 from nsdiag.analysis.diff.side import Side
+from nsdiag.analysis.records.changes import Change
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.findings import Finding
 from nsdiag.model.names import normalized
 
 STATUSES = ("resolved", "unchecked", "persists", "changed", "new")
@@ -281,21 +282,10 @@ def _scoped(side: Side, owner: Mapping[int, int]) -> list[Scoped]:
     ]
     for f in d.program_findings:
         named: set[int] = set()
-        for name in _kernel_names(f):
+        for name in f.named_kernels:
             named |= by_name.get(normalized(name), set())
         out.append(Scoped(f, None, frozenset(named)))
     return out
-
-
-def _kernel_names(f: Finding) -> Iterable[str]:
-    """The kernels a program finding is about: its fusion chain, the kernels its details list,
-    else the kernel it names."""
-    if f.chain:
-        return f.chain
-    listed = f.details.get("kernels") if isinstance(f.details, Mapping) else None
-    if isinstance(listed, list) and all(isinstance(n, str) for n in listed):
-        return listed
-    return [f.kernel] if f.kernel else []
 
 
 def _grouped(scoped: list[Scoped], loose: bool = False) -> dict[tuple[object, ...], list[Scoped]]:

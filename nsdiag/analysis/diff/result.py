@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from nsdiag.analysis.diagnosis import KernelDiagnosis, clean
 from nsdiag.analysis.diff.by_change import ChangeOutcome
 from nsdiag.analysis.diff.findings import ChangeCheck, FindingChange, PredictionCheck, Scoped
 from nsdiag.analysis.diff.gate import Gate, GateCheck
@@ -13,6 +12,8 @@ from nsdiag.analysis.diff.kernels import KernelMatch
 from nsdiag.analysis.diff.noise import RunNoise, run_noise
 from nsdiag.analysis.diff.side import KernelTimes, Side
 from nsdiag.analysis.diff.stats import Spread, p_greater, p_less
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
+from nsdiag.analysis.records.jsonsafe import clean
 
 SCHEMA = "nsdiag.diff/1"
 

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Diagnosis, KernelDiagnosis
 from nsdiag.analysis.diff.stats import Spread
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
+from nsdiag.analysis.records.region import Iteration
 from nsdiag.analysis.region.scope import restrict
-from nsdiag.analysis.region.windows import Iteration, launch_times
+from nsdiag.analysis.region.windows import launch_times
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.launches import Signature, kernel_launches, signatures
 from nsdiag.model.names import function_name, normalized

@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nsdiag.analysis.diagnosis import Finding, KernelDiagnosis, NcuRuleResult, Skipped
 from nsdiag.analysis.kernel import roofline, verdict
 from nsdiag.analysis.kernel.gemm_reference import (
     GemmReference,
@@ -15,8 +14,11 @@ from nsdiag.analysis.kernel.gemm_reference import (
     reference_for,
     references,
 )
+from nsdiag.analysis.kernel.namespace import KernelFacts, kernel_values
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis, NcuRuleResult
+from nsdiag.analysis.records.findings import Finding, Skipped
+from nsdiag.analysis.records.kernel import MeasuredCeiling, RooflinePosition
 from nsdiag.analysis.rules.evaluate import evaluate_rule
-from nsdiag.analysis.rules.namespace import KernelFacts, kernel_values
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.session import Session
 from nsdiag.model.tables import records
@@ -30,7 +32,7 @@ class KernelInputs:
     session: Session
     rules: Sequence[RuleSpec]  # kernel rules
     total_gpu_time_ns: float
-    ceiling: roofline.MeasuredCeiling | None
+    ceiling: MeasuredCeiling | None
     wall_ns: float  # the currency's denominator: the region's wall time, else the GPU time
     references: Mapping[str, GemmReference] = field(default_factory=dict)  # per precision
 
@@ -39,7 +41,7 @@ class KernelInputs:
         return self.session.meta.device or {}
 
 
-def place(row: Mapping[str, Any], inputs: KernelInputs) -> roofline.RooflinePosition:
+def place(row: Mapping[str, Any], inputs: KernelInputs) -> RooflinePosition:
     """The signature's roofline position (its typical launch, under this GPU's roofs)."""
     cc = inputs.device.get("cc")
     return roofline.position(

@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from nsdiag.analysis.kernel.roofline import RooflinePosition
+from nsdiag.analysis.records.kernel import RooflinePosition
 from nsdiag.model.kernel_facts import fallback_reasons, parse_kernel_name
 from nsdiag.model.tensor_peaks import parse_cc
 

@@ -25,6 +25,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from nsdiag.analysis.records.kernel import DramCeiling
 from nsdiag.model.names import short_name
 from nsdiag.model.values import number
 
@@ -56,33 +57,6 @@ DEFAULT_DRAM_CEILING: Mapping[int, DefaultCeiling] = {
 }
 # An architecture with no figure of its own takes this one's, and its source says so.
 FALLBACK_MAJOR = 9
-
-
-@dataclass(frozen=True)
-class DramCeiling:
-    """The bandwidth a kernel is judged against."""
-
-    bytes_per_s: float  # NaN where the report gives no DRAM peak (a default is then a share)
-    fraction_of_peak: float  # of the report's DRAM peak; NaN where that peak is unknown
-    measured: bool  # the session's copy (True) or the architecture's default (False)
-    source: str  # for messages: which copy, or which default and why
-
-    def pct(self, achieved_bytes_per_s: float, dram_pct_of_peak: float) -> float:
-        """Achieved bandwidth as % of the ceiling: from bytes per second where both are known,
-        else from ncu's % of peak (a `--set basic` export has no DRAM bytes)."""
-        if self.bytes_per_s > 0 and not math.isnan(achieved_bytes_per_s):
-            return 100 * achieved_bytes_per_s / self.bytes_per_s
-        if self.fraction_of_peak > 0 and not math.isnan(dram_pct_of_peak):
-            return dram_pct_of_peak / self.fraction_of_peak
-        return math.nan
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "bytes_per_s": self.bytes_per_s,
-            "fraction_of_peak": self.fraction_of_peak,
-            "measured": self.measured,
-            "source": self.source,
-        }
 
 
 def default_ceiling(cc_major: int | None) -> tuple[DefaultCeiling, bool]:

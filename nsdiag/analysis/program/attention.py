@@ -16,16 +16,12 @@ DRAM.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.program.analyses import EAGER_ATTENTION
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.timeline.findings import Draft, make_finding
 from nsdiag.analysis.program.timeline.findings import share as share_evidence
-
-if TYPE_CHECKING:  # the rule loader imports the analyses' records
-    from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.records.findings import Evidence, Finding
+from nsdiag.analysis.rules.spec import RuleSpec
 
 
 def eager_attention(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
@@ -64,13 +60,14 @@ def eager_attention(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         Evidence("score_kernel_ns", saved),
         share_evidence(ctx, saved, params["min_impact"]),
     )
+    kernels = tuple(sorted({str(k) for k in members["name"]}))
     details = {
         "chains": len(chains),
-        "kernels": sorted({str(k) for k in members["name"]}),
+        "kernels": list(kernels),
         "score_kernel_ns": saved,
         "estimate_basis": "names",
     }
-    draft = Draft(0, name, saved, values, evidence, details)
+    draft = Draft(0, name, saved, values, evidence, details, kernels)
     return [make_finding(EAGER_ATTENTION, rule, ctx, draft)]
 
 

@@ -5,24 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import KernelDiagnosis
-from nsdiag.analysis.kernel.roofline import MeasuredCeiling
 from nsdiag.analysis.program.launch_sequence import launches
-from nsdiag.analysis.program.ranks import RankAnalysis
 from nsdiag.analysis.program.score_chains import attention_rows
+from nsdiag.analysis.program.timeline.view import TimelineView
 from nsdiag.analysis.program.timeline.waits import WaitAccount, account
-from nsdiag.analysis.region.windows import Region
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
+from nsdiag.analysis.records.kernel import MeasuredCeiling
+from nsdiag.analysis.records.ranks import RankAnalysis
+from nsdiag.analysis.records.region import Region
+from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.session import Session
-
-if TYPE_CHECKING:  # the timeline analyses import this module
-    from nsdiag.analysis.program.timeline.view import TimelineView
-    from nsdiag.analysis.rules.spec import RuleSpec
 
 
 @dataclass(frozen=True)
@@ -48,7 +45,7 @@ class ProgramContext:
     def launches(self) -> pd.DataFrame:
         """The region's launch sequence (analysis/program/launch_sequence.py), built once per
         diagnosis: fusion and layout both read it. Readers must not change it."""
-        return launches(self)
+        return launches(self.session, self.derived, self.kernels)
 
     @cached_property
     def attention(self) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:

@@ -24,19 +24,17 @@ import itertools
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Evidence, Finding, FusionChain, share_of
 from nsdiag.analysis.program.analyses import FUSION_CANDIDATES
 from nsdiag.analysis.program.context import ProgramContext
+from nsdiag.analysis.records.findings import Evidence, Finding, FusionChain, share_of
+from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.names import short_names
-
-if TYPE_CHECKING:  # the rule loader imports the analyses' records
-    from nsdiag.analysis.rules.spec import RuleSpec
 
 _TENSOR_IDLE_PCT = 5.0  # an operation whose tensor pipe is busier runs real matrix math
 ELEMENTWISE = frozenset({"elementwise"})
@@ -343,8 +341,9 @@ def _finding(
         impact_basis=rule.impact_basis,
         evidence=_evidence(params, occurrences),
         kernel=names[0],
-        range=", ".join(sorted(r for r in ranges if r)) or None,
+        ranges=tuple(sorted(r for r in ranges if r)),
         saved_ns=saved_ns,
-        details=FusionChain(names, len(occurrences)),
+        details=FusionChain(len(occurrences)),
         estimate="names" if occurrences[0].by_names else "metrics",
+        kernels=names,
     )

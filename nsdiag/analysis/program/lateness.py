@@ -19,70 +19,15 @@ as 12.4 ms per step of host stalls on the late rank.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.region.windows import Window
+from nsdiag.analysis.records.region import Window
 from nsdiag.model.ranks import rank_of
 
 STALL_NS = 1_000_000.0  # a host gap this long on the launching threads is a stall, not overhead
 SAMPLED_OTHERS = 15  # other ranks whose stalls give the median (evenly spaced; 256 ranks: 16 read)
-EXPLAINED = 0.5  # a cause that accounts for half the lateness or more explains it
-
-
-@dataclass(frozen=True)
-class Lateness:
-    """What the late rank does more than the median other rank, ns per iteration."""
-
-    rank: int  # the rank that delays the others most
-    delay_ns: float  # how late it reaches the collectives (after the next-latest rank)
-    last_at: int  # collectives it reached last
-    collectives: int  # collectives in the region
-    share: float  # its part of the delays every rank caused (1: only it ever arrives last)
-    stall_ns: float  # more host-stall time (gaps >= STALL_NS with no CUDA call)
-    largest_stall_ns: float  # its longest host stall in the region
-    others_stall_ns: float  # the median other rank's host-stall time
-    extra_compute_ns: float  # more GPU computation
-    extra_idle_ns: float  # more GPU idle time
-    ranges: tuple[tuple[str, float], ...] = ()  # NVTX ranges it spends longer in, longest first
-
-    def _largest(self) -> tuple[str, float]:
-        parts = {
-            "host-stall": self.stall_ns,
-            "extra-gpu-work": self.extra_compute_ns,
-            "nvtx-range": self.ranges[0][1] if self.ranges else 0.0,
-        }
-        return max(parts.items(), key=lambda kv: kv[1])
-
-    @property
-    def explained(self) -> float:
-        """The largest cause's share of the delay."""
-        return self._largest()[1] / self.delay_ns if self.delay_ns > 0 else 0.0
-
-    @property
-    def cause(self) -> str | None:
-        """host-stall, extra-gpu-work or nvtx-range: the largest one, when it explains at least
-        half of the delay; None when nothing does (the host is slower throughout)."""
-        return self._largest()[0] if self.explained >= EXPLAINED else None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rank": self.rank,
-            "delay_ns": self.delay_ns,
-            "last_at": self.last_at,
-            "collectives": self.collectives,
-            "share": self.share,
-            "stall_ns": self.stall_ns,
-            "largest_stall_ns": self.largest_stall_ns,
-            "others_stall_ns": self.others_stall_ns,
-            "extra_compute_ns": self.extra_compute_ns,
-            "extra_idle_ns": self.extra_idle_ns,
-            "ranges": [{"name": n, "extra_ns": v} for n, v in self.ranges],
-            "cause": self.cause,
-        }
 
 
 def host_stalls(

@@ -11,23 +11,20 @@ this (fusion, layout conversions) mark an estimate `names` when a launch has no 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import KernelDiagnosis
 from nsdiag.analysis.program.user_range import program_ranges
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
 from nsdiag.analysis.region.sequence import synced_before
 from nsdiag.analysis.region.windows import launch_times
 from nsdiag.model.kernel_facts import parse_kernel_name
+from nsdiag.model.session import Session
 from nsdiag.model.signature import signature_codes, signature_key, signature_keys
 from nsdiag.model.values import number
-
-if TYPE_CHECKING:  # the context builds its launch sequence here
-    from nsdiag.analysis.program.context import ProgramContext
 
 COLUMNS = (
     "name",
@@ -49,7 +46,7 @@ COLUMNS = (
 )
 
 
-def _profiled(kernels: tuple[KernelDiagnosis, ...] | Any) -> dict[str, KernelDiagnosis]:
+def _profiled(kernels: Sequence[KernelDiagnosis]) -> dict[str, KernelDiagnosis]:
     """The profiled signatures by key text (model/signature.py), under both their names."""
     out: dict[str, KernelDiagnosis] = {}
     for k in kernels:
@@ -98,9 +95,9 @@ def _kinds(names: pd.Series) -> npt.NDArray[np.object_]:
     return np.asarray(kinds[codes])
 
 
-def from_timeline(ctx: ProgramContext) -> pd.DataFrame:
-    """The region's kernel launches (ctx.session is the region's part of the session)."""
-    timeline = ctx.session.timeline
+def from_timeline(session: Session, kernels: Sequence[KernelDiagnosis]) -> pd.DataFrame:
+    """The region's kernel launches (`session` is the region's part of the session)."""
+    timeline = session.timeline
     # only the columns read here: a million-row timeline has two dozen
     read = ("start_ns", "api_start_ns", "name", "grid", "block", "process_id", "stream")
     wanted = [c for c in (*read, "nvtx_range", "duration_ns") if c in timeline]
@@ -122,22 +119,22 @@ def from_timeline(ctx: ProgramContext) -> pd.DataFrame:
             "range": program_ranges(rng.to_numpy(dtype=object)),
             "launch_ns": launch,
             "duration_ns": pd.to_numeric(k["duration_ns"], errors="coerce").fillna(0.0),
-            "synced_before": synced_before(launch, ctx.session.api_calls),
+            "synced_before": synced_before(launch, session.api_calls),
         },
         copy=False,  # `k` is this function's own
     )
     frame["kind"] = _kinds(frame["name"])
-    frame = pd.concat([frame, _from_signature(frame, _profiled(ctx.kernels))], axis=1)
+    frame = pd.concat([frame, _from_signature(frame, _profiled(kernels))], axis=1)
     return frame[list(COLUMNS)]
 
 
-def from_profiled(ctx: ProgramContext) -> pd.DataFrame:
+def from_profiled(derived: pd.DataFrame, kernels: Sequence[KernelDiagnosis]) -> pd.DataFrame:
     """Without a timeline: the profiled launches in the order ncu saw them."""
-    d = ctx.derived
+    d = derived
     if not len(d):
         return pd.DataFrame(columns=list(COLUMNS))
     d = d.sort_values("id").reset_index(drop=True)
-    verdicts = {signature_key(k.name, k.grid, k.block).text: k.bound for k in ctx.kernels}
+    verdicts = {signature_key(k.name, k.grid, k.block).text: k.bound for k in kernels}
 
     def col(name: str) -> pd.Series:
         if name in d:
@@ -169,6 +166,12 @@ def from_profiled(ctx: ProgramContext) -> pd.DataFrame:
     return frame[list(COLUMNS)]
 
 
-def launches(ctx: ProgramContext) -> pd.DataFrame:
-    """The region's launches (from the timeline where there is one), columns COLUMNS."""
-    return from_timeline(ctx) if ctx.session.has_timeline() else from_profiled(ctx)
+def launches(
+    session: Session, derived: pd.DataFrame, kernels: Sequence[KernelDiagnosis]
+) -> pd.DataFrame:
+    """The region's launches (from the timeline where there is one), columns COLUMNS:
+    `session` is the region's part of the session, `derived` its profiled launches with the
+    derived metrics, `kernels` its profiled signatures."""
+    if session.has_timeline():
+        return from_timeline(session, kernels)
+    return from_profiled(derived, kernels)

@@ -12,20 +12,18 @@ launches: the timeline's where there is one, else the profiled launches.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Evidence, Finding, KernelDiagnosis, share_of
 from nsdiag.analysis.program.analyses import LAYOUT_CONVERSIONS
 from nsdiag.analysis.program.context import ProgramContext
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
+from nsdiag.analysis.records.findings import Evidence, Finding, share_of
+from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.names import short_names
 from nsdiag.model.signature import signature_key
 from nsdiag.model.values import number
-
-if TYPE_CHECKING:  # the rule loader imports the analyses' records
-    from nsdiag.analysis.rules.spec import RuleSpec
 
 _COPY_NAME = re.compile(r"copy", re.IGNORECASE)
 _LAYOUT_NAME = re.compile(
@@ -79,7 +77,8 @@ def layout_conversions(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         .agg(["size", "sum"])
         .sort_values("sum", ascending=False)
     )
-    labels = short_names(str(n) for n in per_kernel.index)
+    names = tuple(str(n) for n in per_kernel.index)
+    labels = short_names(names)
     moved = _bytes(found)
     values = {
         "share_pct": share * 100,
@@ -112,8 +111,9 @@ def layout_conversions(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
             ),
             kernel=str(per_kernel.index[0]),
             saved_ns=time_ns,
-            details={"kernels": [str(n) for n in per_kernel.index]},
+            details={"kernels": list(names)},
             estimate=timed,
+            kernels=names,
         )
     ]
 

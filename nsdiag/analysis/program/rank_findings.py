@@ -17,21 +17,19 @@ gradient all-reduce issued after the backward pass instead of bucket by bucket d
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Evidence, Finding, share_of
 from nsdiag.analysis.program.analyses import EXPOSED_COMMUNICATION, RANK_IMBALANCE
 from nsdiag.analysis.program.context import ProgramContext
-from nsdiag.analysis.program.lateness import EXPLAINED, Lateness
-from nsdiag.analysis.program.ranks import CONSISTENT_SHARE, RankAnalysis, RankStep
+from nsdiag.analysis.program.ranks import CONSISTENT_SHARE
 from nsdiag.analysis.program.record import ProgramAnalysis
+from nsdiag.analysis.records.findings import Evidence, Finding, share_of
+from nsdiag.analysis.records.ranks import EXPLAINED, Lateness, RankAnalysis, RankStep
+from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.ranks import is_communication, rank_of
-
-if TYPE_CHECKING:  # the rule loader imports the analyses' records
-    from nsdiag.analysis.rules.spec import RuleSpec
 
 
 def rank_imbalance(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:

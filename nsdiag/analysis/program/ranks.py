@@ -22,78 +22,19 @@ the one that delays the others most does more than they do is in `lateness`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from nsdiag.analysis.program.lateness import SAMPLED_OTHERS, Lateness, host_stalls, longer_ranges
-from nsdiag.analysis.region.windows import Region, Window
+from nsdiag.analysis.program.lateness import SAMPLED_OTHERS, host_stalls, longer_ranges
+from nsdiag.analysis.records.ranks import Lateness, RankAnalysis, RankStep
+from nsdiag.analysis.records.region import Region, Window
 from nsdiag.model.intervals import union_ns
-from nsdiag.model.meta import Rank
 from nsdiag.model.ranks import is_communication, rank_of, session_ranks
 from nsdiag.model.session import Session
 
 FloatArray = npt.NDArray[np.float64]
 CONSISTENT_SHARE = 0.75  # of all delays, caused by one rank: it is the straggler
-
-
-@dataclass(frozen=True)
-class RankStep:
-    """One rank's iteration, ns per iteration."""
-
-    rank: Rank
-    wall_ns: float  # the iteration's wall time (ranks move in step: the same on every rank)
-    compute_ns: float
-    communication_ns: float
-    exposed_ns: float
-    wait_ns: float
-    idle_ns: float
-    delay_caused_ns: float  # how late it reached collectives after every other rank
-    late: bool = False  # the straggler
-
-    @property
-    def exposed_transfer_ns(self) -> float:
-        return max(self.exposed_ns - self.wait_ns, 0.0)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **self.rank.to_json(),
-            "step_ns": self.wall_ns,
-            "compute_ns": self.compute_ns,
-            "communication_ns": self.communication_ns,
-            "exposed_communication_ns": self.exposed_ns,
-            "wait_ns": self.wait_ns,
-            "idle_ns": self.idle_ns,
-            "delay_caused_ns": self.delay_caused_ns,
-            "late": self.late,
-        }
-
-
-@dataclass(frozen=True)
-class RankAnalysis:
-    steps: tuple[RankStep, ...]  # by rank
-    iterations: int  # what the per-iteration figures divide by (1: the whole region)
-    collectives: int  # matched collectives in the region (each counted once)
-    late_rank: int | None  # the straggler: the rank causing CONSISTENT_SHARE of the delays
-    lateness: Lateness | None = None  # what the rank that delays most does more than the others
-
-    def step(self, rank: int) -> RankStep | None:
-        return next((s for s in self.steps if s.rank.rank == rank), None)
-
-    def others(self, rank: int) -> list[RankStep]:
-        return [s for s in self.steps if s.rank.rank != rank]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "iterations": self.iterations,
-            "collectives": self.collectives,
-            "late_rank": self.late_rank,
-            **({"lateness": self.lateness.to_json()} if self.lateness is not None else {}),
-            "ranks": [s.to_json() for s in self.steps],
-        }
 
 
 def analyse_ranks(session: Session, region: Region | None) -> RankAnalysis | None:

@@ -4,25 +4,24 @@ The records are in analysis/program/analyses.py, each naming its function by mod
 (`function_ref`, "nsdiag.analysis.program.fusion:fusion_candidates"): the function stays in its
 module, which imports its record, and is imported when the analysis first runs (`function`).
 analysis/program/registry.py collects the records into one dict, which the rule loader
-(analysis/rules/spec.py) checks program rules against and the diagnosis dispatches on; neither
-the loader nor `nsdiag rules` imports an analysis module (pandas, numpy) to do so. This module
-imports nothing of the rule loader at run time, so the loader can import the registry.
+(analysis/ruleset.py) checks program rules against and the diagnosis dispatches on
+(program/dispatch.py); neither the loader nor `nsdiag rules` imports an analysis module
+(pandas, numpy) to do so.
 """
 
 from __future__ import annotations
 
-import functools
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from nsdiag.analysis.records.findings import Finding
+from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.analysis.rules.template import render
+from nsdiag.lazy import resolve
 
-if TYPE_CHECKING:  # the loader imports the registry, which imports this module
-    from nsdiag.analysis.diagnosis import Finding
+if TYPE_CHECKING:  # annotations only: the context holds pandas tables, the rule loader none
     from nsdiag.analysis.program.context import ProgramContext
-    from nsdiag.analysis.rules.spec import RuleSpec
 
 # What the session must hold for the analysis to run: kernels (ncu data), a timeline (nsys),
 # launches (either: the analysis works on names and durations alone, better with ncu data), or
@@ -80,12 +79,12 @@ class ProgramAnalysis:
     @property
     def function(self) -> Callable[[RuleSpec, ProgramContext], list[Finding]]:
         """The analysis function (its module imported on first use)."""
-        return _resolve(self.function_ref)  # type: ignore[no-any-return]
+        return resolve(self.function_ref)  # type: ignore[no-any-return]
 
     @property
     def held_back(self) -> Callable[[RuleSpec, ProgramContext], str | None] | None:
         """The hold-back check, or None."""
-        return None if self.held_back_ref is None else _resolve(self.held_back_ref)
+        return None if self.held_back_ref is None else resolve(self.held_back_ref)
 
     @property
     def defaults(self) -> dict[str, float]:
@@ -106,10 +105,3 @@ class ProgramAnalysis:
             odd = sorted(values.keys() ^ self.values.keys())
             raise ValueError(f"analysis {self.name} gives values {odd} unlike its record")
         return render(rule.message, values), render(rule.fix, values)
-
-
-@functools.cache
-def _resolve(ref: str) -> Any:
-    """The object a "module:name" reference names."""
-    module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)

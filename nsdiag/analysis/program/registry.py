@@ -1,15 +1,15 @@
-"""Program-level analyses: dispatch rule files with scope = "program" to their analysis.
+"""Program-level analyses, each declared once: the registry of their records.
 
 Every analysis is declared once, as a `ProgramAnalysis` record (analysis/program/record.py) in
 analysis/program/analyses.py: its name, its function `analysis(rule, ctx)` (the rule and the
 ProgramContext built once per diagnosis) by module and name, what the session must hold, the
 nsys tables it reads, the values its rule's message and fix templates may use, its parameters
 with their defaults, what it claims before other analyses and an optional hold-back check.
-PROGRAM_ANALYSES collects the records; the rule loader (analysis/rules/spec.py) checks each
+PROGRAM_ANALYSES collects the records; the rule loader (analysis/ruleset.py) checks each
 program rule against its analysis's record (its name, its templates' values, its `[params]`
-keys), and the diagnosis runs the rules' analyses here. This module and the records import no
-analysis module (nor pandas): an analysis's module is imported when it first runs, so loading
-and listing the rules (`nsdiag rules`) stays light.
+keys), and the diagnosis runs the rules' analyses (program/dispatch.py). This module and the
+records import no analysis module (nor pandas): an analysis's module is imported when it first
+runs, so loading and listing the rules (`nsdiag rules`) stays light.
 
 To add a program analysis:
 1. Write `my_analysis(rule, ctx) -> list[Finding]` in a module of analysis/program/ (a timeline
@@ -26,16 +26,14 @@ To add a program analysis:
    enough can still be withheld with a reason.
 3. Add the record to PROGRAM_ANALYSES below, and a rule file rules/NSDxxx-slug.toml with
    scope = "program", analysis = "my_analysis", its `[params]` and templates (a new cause slug
-   goes in the vocabulary, analysis/rules/spec.py PROGRAM_CAUSES and DESIGN.md).
+   goes in the cause table, analysis/records/causes.py: docs/architecture.md, "How to add a
+   cause").
 4. tests/test_program_registry.py then checks the rule against the record, and needs a recording
    under tests/data on which the analysis gives every value it declares (add it to RECORDINGS
    there).
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from nsdiag.analysis.program.analyses import (
     CPU_BOUND,
@@ -50,12 +48,7 @@ from nsdiag.analysis.program.analyses import (
     RANK_IMBALANCE,
     SYNC_BOUND,
 )
-from nsdiag.analysis.program.record import TABLE_WORDS, ProgramAnalysis
-
-if TYPE_CHECKING:  # the rule loader imports this registry; the diagnosis imports pandas
-    from nsdiag.analysis.diagnosis import Finding, Skipped
-    from nsdiag.analysis.program.context import ProgramContext
-    from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.program.record import ProgramAnalysis
 
 PROGRAM_ANALYSES: dict[str, ProgramAnalysis] = {
     a.name: a
@@ -73,52 +66,3 @@ PROGRAM_ANALYSES: dict[str, ProgramAnalysis] = {
         EXPOSED_COMMUNICATION,
     )
 }
-
-
-def needs_timeline(rules: Sequence[RuleSpec]) -> bool:
-    """Whether a rule's analysis reads the prepared timeline (engine.diagnose prepares it)."""
-    needs = {name: analysis.needs for name, analysis in PROGRAM_ANALYSES.items()}
-    return any(needs.get(r.analysis) in ("timeline", "ranks") for r in rules)
-
-
-def _skip_reason(rule: RuleSpec, ctx: ProgramContext) -> str | None:
-    analysis = PROGRAM_ANALYSES.get(rule.analysis)
-    if analysis is None:
-        return f"analysis {rule.analysis!r} is not available in this nsdiag"
-    needs = analysis.needs
-    if needs == "kernels" and not ctx.session.has_kernels():
-        return "missing kernel metrics (no ncu data)"
-    if needs == "launches" and not (ctx.session.has_kernels() or ctx.session.has_timeline()):
-        return "no kernel launches (neither ncu data nor a timeline)"
-    if needs == "timeline" and not ctx.session.has_timeline():
-        return "missing timeline (no nsys data)"
-    if needs == "ranks" and ctx.ranks is None:
-        return "one process (no distributed run in the timeline)"
-    missing = [t for t in analysis.tables if t in (ctx.session.meta.missing_tables or ())]
-    if missing and not (needs == "launches" and ctx.session.has_kernels()):
-        return "the nsys export has no " + " and no ".join(TABLE_WORDS[t] for t in missing)
-    return analysis.held_back(rule, ctx) if analysis.held_back is not None else None
-
-
-def program_findings(
-    ctx: ProgramContext, rules: Sequence[RuleSpec]
-) -> tuple[list[Finding], list[Skipped]]:
-    from nsdiag.analysis.diagnosis import Skipped
-
-    findings: list[Finding] = []
-    skipped: list[Skipped] = []
-    for rule in rules:
-        reason = _skip_reason(rule, ctx)
-        if reason is not None:
-            skipped.append(Skipped(rule.id, reason))
-            continue
-        findings.extend(PROGRAM_ANALYSES[rule.analysis].function(rule, ctx))
-    findings.sort(key=lambda f: f.rank_key)
-    return findings, skipped
-
-
-def template_values(rule: RuleSpec) -> Mapping[str, str]:
-    """The values a program rule's templates may name, with what each means (for `nsdiag rules
-    show`, render/ruledoc.py)."""
-    analysis = PROGRAM_ANALYSES.get(rule.analysis)
-    return analysis.values if analysis is not None else {}

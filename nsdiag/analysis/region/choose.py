@@ -26,17 +26,12 @@ import math
 
 import pandas as pd
 
+from nsdiag.analysis.records.region import Region, Window
 from nsdiag.analysis.region.nvtx import nvtx_candidates, nvtx_region
 from nsdiag.analysis.region.profiler import profiler_region, profiler_windows
 from nsdiag.analysis.region.sequence import sequence_region
 from nsdiag.analysis.region.steady import iteration_region, steady
-from nsdiag.analysis.region.windows import (
-    IntArray,
-    Region,
-    Window,
-    kernels_in_launch_order,
-    trace_bounds,
-)
+from nsdiag.analysis.region.windows import IntArray, kernels_in_launch_order, trace_bounds
 from nsdiag.errors import InputError
 
 MAX_REGION_MS = 1e12  # 31 years: a bound that keeps START and END in 64-bit nanoseconds

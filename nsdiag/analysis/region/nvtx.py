@@ -15,20 +15,14 @@ import re
 import numpy as np
 import pandas as pd
 
+from nsdiag.analysis.records.region import Iteration, Region, Window
 from nsdiag.analysis.region.steady import (
     FEW_ITERATIONS,
     MIN_ITERATIONS,
     iteration_region,
     steady,
 )
-from nsdiag.analysis.region.windows import (
-    IntArray,
-    Iteration,
-    Region,
-    Window,
-    as_iterations,
-    counts,
-)
+from nsdiag.analysis.region.windows import IntArray, as_iterations, counts
 from nsdiag.model.nvtx_owners import library_flags
 
 TIGHT_LOOP = 0.8  # instances covering this share of their span follow one another

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from nsdiag.analysis.records.region import Region, Window, ms
 from nsdiag.analysis.region.steady import MIN_ITERATIONS, iteration_region, steady
-from nsdiag.analysis.region.windows import IntArray, Region, Window, as_iterations, ms
+from nsdiag.analysis.region.windows import IntArray, as_iterations
 
 PROFILER_START = frozenset({"cudaProfilerStart", "cuProfilerStart"})
 PROFILER_STOP = frozenset({"cudaProfilerStop", "cuProfilerStop"})

@@ -15,7 +15,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.region.windows import Region, launch_times
+from nsdiag.analysis.records.region import Region
+from nsdiag.analysis.region.windows import launch_times, within
 from nsdiag.model.launches import kernel_launches
 from nsdiag.model.matching import timeline_weights
 from nsdiag.model.session import Session
@@ -33,10 +34,14 @@ def restrict(session: Session, region: Region) -> Session:
     """The session's timeline, CUDA calls and NVTX ranges inside the region; its kernels table
     (ncu) as it is."""
     timeline = session.timeline
-    inside = region.contains(launch_times(timeline)) if len(timeline) else np.zeros(0, dtype=bool)
+    inside = (
+        within(launch_times(timeline), region.windows) if len(timeline) else np.zeros(0, dtype=bool)
+    )
     api = session.api_calls
     api_inside = (
-        region.contains(api["start_ns"].to_numpy("int64")) if len(api) else np.zeros(0, dtype=bool)
+        within(api["start_ns"].to_numpy("int64"), region.windows)
+        if len(api)
+        else np.zeros(0, dtype=bool)
     )
     nvtx = session.nvtx_ranges
     if len(nvtx):

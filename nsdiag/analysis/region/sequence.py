@@ -9,20 +9,14 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from nsdiag.analysis.records.region import Iteration, Region, Window
 from nsdiag.analysis.region.steady import (
     FEW_ITERATIONS,
     MIN_ITERATIONS,
     iteration_region,
     steady,
 )
-from nsdiag.analysis.region.windows import (
-    BoolArray,
-    IntArray,
-    Iteration,
-    Region,
-    Window,
-    as_iterations,
-)
+from nsdiag.analysis.region.windows import BoolArray, IntArray, as_iterations
 from nsdiag.model.signature import SEPARATOR, signature_keys
 
 MIN_MATCH = 0.9  # share of launches that must repeat one period later

@@ -10,12 +10,11 @@ memory allocation, initialisation, other calls) and the host's time outside any 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.region.windows import Region
+from nsdiag.analysis.records.region import Region, Startup, StartupPart, ms
 from nsdiag.model.intervals import union_ns
 
 CALL_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -41,45 +40,6 @@ CALL_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
 OTHER_CALLS = "other CUDA calls"
 MIN_STARTUP_NS = 1e6  # less before the region is not worth a line (a capture that starts at it)
 HOST = "host work outside CUDA calls"
-
-
-@dataclass(frozen=True)
-class StartupPart:
-    name: str
-    time_ns: float
-    detail: str = ""
-
-    def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "time_ns": self.time_ns, "detail": self.detail}
-
-
-@dataclass(frozen=True)
-class Startup:
-    """The time before the region and its parts, largest first."""
-
-    time_ns: float
-    parts: tuple[StartupPart, ...]
-    after_ns: float = 0.0  # after the region to the end of the trace (teardown, a final pass)
-
-    def line(self, top: int = 3) -> str:
-        parts = ", ".join(
-            f"{p.name} {_ms(p.time_ns)}" + (f" ({p.detail})" if p.detail else "")
-            for p in self.parts[:top]
-        )
-        head = f"start-up and warm-up: {_ms(self.time_ns)} before the analysed region, not ranked"
-        return head + (f": {parts}" if parts else "")
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "time_ns": self.time_ns,
-            "after_ns": self.after_ns,
-            "parts": [p.to_json() for p in self.parts],
-            "line": self.line(),
-        }
-
-
-def _ms(ns: float) -> str:
-    return f"{ns / 1e6:.3g} ms" if ns < 1e9 else f"{ns / 1e9:.3g} s"
 
 
 def _calls_before(api: pd.DataFrame, t0: int, end: int) -> pd.DataFrame:
@@ -119,7 +79,7 @@ def summarise(region: Region, api: pd.DataFrame) -> Startup | None:
         steady = region.iteration_median_ns or 0.0
         extra = walls - steady * len(region.warmup)
         detail = (
-            f"{_ms(extra)} more than steady iterations: autotuning, compilation, lazy loading, "
+            f"{ms(extra)} more than steady iterations: autotuning, compilation, lazy loading, "
             "allocator growth"
         )
         parts.append(StartupPart(f"{len(region.warmup)} warm-up iteration(s)", walls, detail))

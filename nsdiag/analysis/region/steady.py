@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.region.windows import Iteration, Region, Window, ms
+from nsdiag.analysis.records.region import Iteration, Region, Window, ms
 
 MIN_ITERATIONS = 3  # repeats that make a loop
 # A short run's repeats (a script that runs its step twice): iterations only where nothing repeats

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from nsdiag.analysis.diagnosis import Evidence, Finding, Skipped, share_of
+from nsdiag.analysis.records.findings import Evidence, Finding, Skipped, share_of
 from nsdiag.analysis.rules.expr import Comparison
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.analysis.rules.template import render, render_message

@@ -1,71 +1,54 @@
-"""Rule files (rules/NSDxxx-slug.toml): load, validate against the metric catalogue, look up.
+"""A rule file (rules/NSDxxx-slug.toml) parsed into its record, `RuleSpec`, and validated whole.
 
-A rule is validated whole when it loads (file.py: the file and its keys' types; here: ids,
-names, expressions, templates, and a program rule against its analysis's record in
-analysis/program/registry.py), so a malformed rule fails in one line naming its file, never
-when it fires."""
+file.py checks the file and its keys' types; here its id, cause slug and scope, its names,
+expressions and templates, and a program rule's analysis and `[params]`, against the names the
+loader hands in (`Vocabulary`: the kernel namespace and the program analyses' records, which
+sit above the rule format), so a malformed rule fails in one line naming its file, never when
+it fires. Loading folders of rules and checking their causes is analysis/ruleset.py's."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from nsdiag.analysis.program.record import ProgramAnalysis
-from nsdiag.analysis.program.registry import PROGRAM_ANALYSES
 from nsdiag.analysis.rules.expr import Expression, ExpressionError, parse
 from nsdiag.analysis.rules.file import DOC_SECTIONS, read_rule_file
-from nsdiag.analysis.rules.namespace import CONSTANTS, rule_names, template_names
 from nsdiag.analysis.rules.template import template_problems
 from nsdiag.errors import RuleError
-from nsdiag.resources import rules_dir
 
-# Causes whose slugs are public API (DESIGN.md); rule files may add more, never rename these.
-KERNEL_CAUSES = frozenset(
-    {
-        "dram-bandwidth-saturated",
-        "dram-bandwidth-underused",
-        "gemm-misaligned",
-        "degenerate-gemm",
-        "uncoalesced-global-access",
-        "shared-bank-conflicts",
-        "local-memory-spill",
-        "memory-latency",
-        "l2-bound",
-        "warp-divergence",
-        "compute-pipe-saturated",
-        "fp64-heavy",
-        "special-function-heavy",
-        "barrier-stall",
-        "atomic-contention",
-        "low-occupancy",
-        "tail-effect",
-        "small-grid",
-        "launch-overhead",
-        "tensor-core-unused",
-    }
-)
-PROGRAM_CAUSES = frozenset(
-    {
-        "fusion-candidate",
-        "layout-conversion",
-        "pageable-memcpy",
-        "sync-heavy",
-        "gpu-idle-gaps",
-        "no-copy-compute-overlap",
-        "launch-overhead",
-        "launch-bound",
-        "cpu-bound",
-        "eager-attention",
-    }
-)
+_NAMES_HINT = "use names from nsdiag/model/catalogue.py or nsdiag/analysis/kernel/namespace.py"
 
 
-_FOLDER_HINT = "--rules and NSDIAG_RULES_DIR take folders of *.toml rule files"
-_NAMES_HINT = "use names from nsdiag/model/catalogue.py or nsdiag/analysis/rules/namespace.py"
+class AnalysisDeclaration(Protocol):
+    """What a program rule is checked against: its analysis's record (ProgramAnalysis,
+    analysis/program/record.py), by name, the `[params]` it takes and the values it gives the
+    rule's templates."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def params(self) -> Mapping[str, object]: ...
+
+    @property
+    def defaults(self) -> dict[str, float]: ...
+
+    @property
+    def values(self) -> Mapping[str, str]: ...
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The names a rule file may use, from the layers above the rule format (analysis/ruleset.py
+    builds it from the kernel namespace and the program registry)."""
+
+    names: frozenset[str]  # what a kernel rule's condition, impact and evidence may read
+    constants: Mapping[str, float]  # named thresholds the expressions may use
+    template_names: frozenset[str]  # what a kernel rule's message and fix may show
+    analyses: Mapping[str, AnalysisDeclaration]  # a program rule's `analysis = "..."`
 
 
 @dataclass(frozen=True)
@@ -160,12 +143,14 @@ def _doc(data: dict[str, Any], path: Path) -> dict[str, str | list[str]]:
     return doc
 
 
-def _params(data: dict[str, Any], path: Path, scope: str) -> dict[str, float]:
+def _params(
+    data: dict[str, Any], path: Path, scope: str, vocabulary: Vocabulary
+) -> dict[str, float]:
     """`[params]`: a program analysis's thresholds; in a kernel rule, named numbers its
     condition and impact read (they must not hide a metric's name)."""
     params = {str(k): float(v) for k, v in data.get("params", {}).items()}
     if scope == "kernel":
-        hidden = sorted(set(params) & (rule_names() | set(CONSTANTS)))
+        hidden = sorted(set(params) & (vocabulary.names | set(vocabulary.constants)))
         if hidden:
             raise RuleError(
                 f"{path}: params name metric(s) or constant(s) {', '.join(hidden)}",
@@ -195,22 +180,24 @@ def _defaults(
     return defaults
 
 
-def _analysis(data: dict[str, Any], path: Path, scope: str) -> ProgramAnalysis | None:
+def _analysis(
+    data: dict[str, Any], path: Path, scope: str, analyses: Mapping[str, AnalysisDeclaration]
+) -> AnalysisDeclaration | None:
     """A program rule's analysis (None for a kernel rule)."""
     if scope != "program":
         return None
     name = str(data.get("analysis", ""))
-    analysis = PROGRAM_ANALYSES.get(name)
+    analysis = analyses.get(name)
     if analysis is None:
         raise RuleError(
             f"{path}: program rule names unknown analysis {name!r}",
-            f"analysis = one of {', '.join(PROGRAM_ANALYSES)}",
+            f"analysis = one of {', '.join(analyses)}",
         )
     return analysis
 
 
 def _analysis_params(
-    params: dict[str, float], path: Path, analysis: ProgramAnalysis
+    params: dict[str, float], path: Path, analysis: AnalysisDeclaration
 ) -> dict[str, float]:
     """A program rule's `[params]` checked against its analysis's: an unknown key is an error, a
     key left out takes the analysis's default."""
@@ -224,12 +211,15 @@ def _analysis_params(
     return {**params, **{key: defaults[key] for key in defaults if key not in params}}
 
 
-def _template_names(analysis: ProgramAnalysis | None) -> tuple[Collection[str], str]:
+def _template_names(
+    analysis: AnalysisDeclaration | None, vocabulary: Vocabulary
+) -> tuple[Collection[str], str]:
     """The names a rule's message and fix may use, and a hint that says where they come from."""
     if analysis is not None:
         names = analysis.values
         return names, f"analysis {analysis.name} gives {', '.join(names)}"
-    return template_names(), "name values of nsdiag/analysis/rules/namespace.py: {name}, {name:.2f}"
+    hint = "name values of nsdiag/analysis/kernel/namespace.py: {name}, {name:.2f}"
+    return vocabulary.template_names, hint
 
 
 def _template(
@@ -243,27 +233,29 @@ def _template(
     return template
 
 
-def parse_rule(path: Path) -> RuleSpec:
+def parse_rule(path: Path, vocabulary: Vocabulary) -> RuleSpec:
     """One rule file, validated whole: its shape (file.py), then its names, expressions and
     templates, and a program rule's analysis and `[params]`. RuleError names the file and the
     key."""
     data = read_rule_file(path)
     rule_id, cause, scope = _identity(data, path)
-    params = _params(data, path, scope)
-    known = rule_names(params)
+    params = _params(data, path, scope, vocabulary)
+    known = vocabulary.names | frozenset(params)
     requires = _names(data, "requires", path, known)
     evidence = _names(data, "evidence", path, known)
     doc = _doc(data, path)
-    constants = {**CONSTANTS, **params} if scope == "kernel" else dict(CONSTANTS)
+    constants = (
+        {**vocabulary.constants, **params} if scope == "kernel" else {**vocabulary.constants}
+    )
     condition = _expr(data, "condition", path, known, constants)
     if scope == "kernel" and condition is None:
         raise RuleError(f"{path}: kernel rules need a condition", 'add condition = "..."')
     impact = _expr(data, "impact", path, known, constants)
     read = frozenset().union(*(e.names for e in (condition, impact) if e is not None))
-    analysis = _analysis(data, path, scope)
+    analysis = _analysis(data, path, scope, vocabulary.analyses)
     if analysis is not None:
         params = _analysis_params(params, path, analysis)
-    names = _template_names(analysis)
+    names = _template_names(analysis, vocabulary)
     return RuleSpec(
         id=rule_id,
         cause=cause,
@@ -282,48 +274,3 @@ def parse_rule(path: Path) -> RuleSpec:
         path=str(path),
         defaults=_defaults(data, path, requires, read),
     )
-
-
-def load_rules(directory: Path | None = None) -> list[RuleSpec]:
-    """Every rule file (*.toml) of a folder (default: the shipped rules/), ids unique."""
-    directory = directory or rules_dir()
-    rules = [parse_rule(p) for p in rule_files(directory)]
-    seen: dict[str, str] = {}
-    for rule in rules:
-        if rule.id in seen:
-            raise RuleError(
-                f"rule id {rule.id} is used by {seen[rule.id]} and {Path(rule.path).name} "
-                f"in {directory}",
-                "ids are unique",
-            )
-        seen[rule.id] = Path(rule.path).name
-    return rules
-
-
-def rule_files(directory: Path) -> list[Path]:
-    """The rule files of a folder; RuleError when it is not a folder or holds none."""
-    try:
-        files = sorted(directory.glob("*.toml")) if directory.is_dir() else None
-    except OSError as exc:
-        raise RuleError(f"{directory}: cannot read: {exc.strerror}", "check the folder") from exc
-    if files is None:
-        raise RuleError(f"{directory}: not a folder of rule files", _FOLDER_HINT)
-    if not files:
-        raise RuleError(f"{directory}: holds no rule files (*.toml)", _FOLDER_HINT)
-    return files
-
-
-@lru_cache(maxsize=1)
-def default_rules() -> tuple[RuleSpec, ...]:
-    """The shipped rules."""
-    return tuple(load_rules())
-
-
-def find_rule(rule_id: str, rules: Sequence[RuleSpec] | None = None) -> RuleSpec:
-    """A rule by id (any case) or cause slug, among `rules` (default: the shipped ones)."""
-    rules = default_rules() if rules is None else rules
-    for rule in rules:
-        if rule.id.lower() == rule_id.lower() or rule.cause == rule_id:
-            return rule
-    known = ", ".join(r.id for r in rules)
-    raise RuleError(f"no rule {rule_id!r}", f"known rules: {known}")

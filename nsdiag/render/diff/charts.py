@@ -9,9 +9,9 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 
-from nsdiag.analysis.diagnosis import KernelDiagnosis
 from nsdiag.analysis.diff import Diff, Side
 from nsdiag.analysis.diff.side import KernelTimes
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
 from nsdiag.model.names import short_name
 from nsdiag.render import charts, fmt, timeline_chart
 from nsdiag.render.charts import axis, layout

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from nsdiag.analysis.diagnosis import KernelDiagnosis
 from nsdiag.analysis.diff import Diff, KernelMatch
 from nsdiag.analysis.diff.by_change import ChangeOutcome
 from nsdiag.analysis.diff.findings import FindingChange
@@ -15,6 +14,7 @@ from nsdiag.analysis.diff.gate import Gate, GateCheck
 from nsdiag.analysis.diff.kernels import LABELS
 from nsdiag.analysis.diff.side import KernelTimes, Side
 from nsdiag.analysis.diff.stats import ALPHA, MIN_SAMPLES, Spread
+from nsdiag.analysis.records.diagnosis import KernelDiagnosis
 from nsdiag.model.names import ELLIPSIS, short_name, short_names
 from nsdiag.render import fmt
 

@@ -6,19 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Evidence, Finding, share_of
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.record import ProgramAnalysis
 from nsdiag.analysis.program.timeline.nvtx import UNNAMED, label
 from nsdiag.analysis.program.timeline.view import TimelineView
+from nsdiag.analysis.records.findings import Evidence, Finding, share_of
+from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.session import Session
-
-if TYPE_CHECKING:  # the rule loader imports the analyses' records
-    from nsdiag.analysis.rules.spec import RuleSpec
 
 
 @dataclass(frozen=True)
@@ -31,6 +29,7 @@ class Draft:
     values: Mapping[str, Any]  # for the rule's templates, besides the range's (range_values)
     evidence: tuple[Evidence, ...]
     details: Mapping[str, Any]
+    kernels: tuple[str, ...] = ()  # the kernels it is about (Finding.kernels)
 
 
 def by_range(frame: pd.DataFrame) -> Iterator[tuple[int, str, pd.DataFrame]]:
@@ -137,8 +136,9 @@ def make_finding(
         fix=fix,
         impact_basis=rule.impact_basis,
         evidence=draft.evidence,
-        range=draft.range or None,
+        ranges=(draft.range,) if draft.range else (),
         saved_ns=float(draft.saved_ns),
         details=details,
         estimate="timeline",
+        kernels=draft.kernels,
     )

@@ -8,11 +8,10 @@ under the NVTX range that ends most of its idle time.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.program.analyses import CPU_BOUND, IDLE_OTHER, LAUNCH_BOUND, SYNC_BOUND
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.record import ProgramAnalysis
@@ -24,11 +23,10 @@ from nsdiag.analysis.program.timeline.findings import (
 )
 from nsdiag.analysis.program.timeline.nvtx import host_ranges
 from nsdiag.analysis.program.timeline.waits import ALLOC_PATTERN, WaitAccount, stretch_text
+from nsdiag.analysis.records.findings import Evidence, Finding
+from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.ranks import rank_of
 from nsdiag.model.tables import records
-
-if TYPE_CHECKING:  # the rule loader imports the analyses' records
-    from nsdiag.analysis.rules.spec import RuleSpec
 
 _ALLOC_WORDS = "allocating memory, loading modules or initialising CUDA"
 # What the rank-imbalance finding claims of the late rank (rank_findings.py: claims_before).

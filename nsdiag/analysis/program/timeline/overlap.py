@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.program.analyses import NO_COPY_COMPUTE_OVERLAP, PAGEABLE_MEMCPY
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.timeline.findings import (
@@ -23,10 +22,9 @@ from nsdiag.analysis.program.timeline.findings import (
 from nsdiag.analysis.program.timeline.nvtx import label
 from nsdiag.analysis.program.timeline.pinned import pageable_saving, pinned_model, pinned_ratio
 from nsdiag.analysis.program.timeline.view import TimelineView
+from nsdiag.analysis.records.findings import Evidence, Finding
+from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.intervals import union_ns_by_group
-
-if TYPE_CHECKING:  # the rule loader imports the analyses' records
-    from nsdiag.analysis.rules.spec import RuleSpec
 
 STAGES = ("h2d", "d2h", "kernel")  # the pipeline's stages
 

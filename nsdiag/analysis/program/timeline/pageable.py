@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from nsdiag.analysis.diagnosis import Evidence, Finding
 from nsdiag.analysis.program.analyses import PAGEABLE_MEMCPY
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.timeline.findings import Draft, per_range, share
 from nsdiag.analysis.program.timeline.pinned import pageable_saving, pinned_model
-
-if TYPE_CHECKING:  # the rule loader imports the analyses' records
-    from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.analysis.records.findings import Evidence, Finding
+from nsdiag.analysis.rules.spec import RuleSpec
 
 
 def gbps(nbytes: float, ns: float) -> float | None:

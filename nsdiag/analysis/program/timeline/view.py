@@ -23,6 +23,7 @@ import pandas as pd
 
 from nsdiag.analysis.program.timeline.attribution import sync_claims
 from nsdiag.analysis.program.user_range import activity_ranges
+from nsdiag.model.intervals import disjoint
 from nsdiag.model.ranks import is_communication, rank_of, session_ranks
 from nsdiag.model.session import Session
 
@@ -108,7 +109,7 @@ def _covered(comm: pd.DataFrame, gaps: pd.DataFrame) -> npt.NDArray[np.float64]:
         mine = lanes == lane
         if not mine.any():
             continue
-        starts, ends = _disjoint(
+        starts, ends = disjoint(
             comm["start_ns"].to_numpy("int64")[mine], comm["end_ns"].to_numpy("int64")[mine]
         )
         rows = np.flatnonzero(gap_lanes == lane)
@@ -128,19 +129,6 @@ def _covered_before(
     prev = np.clip(i - 1, 0, None)
     partial = np.where(i > 0, np.clip(t - starts[prev], 0, ends[prev] - starts[prev]), 0)
     return (done[prev] * (i > 0) + partial).astype("float64")
-
-
-def _disjoint(
-    starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The union of intervals as sorted disjoint intervals."""
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    reach = np.maximum.accumulate(e)
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > reach[:-1]
-    first = np.flatnonzero(new)
-    return s[first], np.maximum.reduceat(reach, first)
 
 
 _KEEP = {

@@ -39,8 +39,9 @@ import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.program.timeline.view import TimelineView
+from nsdiag.analysis.records.region import Region
 from nsdiag.analysis.region.startup import CALL_KINDS
-from nsdiag.analysis.region.windows import Region
+from nsdiag.model.intervals import runs, union_ns
 from nsdiag.model.tables import records
 
 CATEGORIES = ("launch", "cpu", "alloc", "wait", "unknown")
@@ -53,6 +54,12 @@ MIN_CPU_STRETCH_NS = 500_000
 COPY_SOON_NS = 200_000
 ALLOC_PATTERN = "|".join(f"(?:{pattern.pattern})" for _, pattern in CALL_KINDS)
 _GRAPH_LAUNCH = ("cudaGraphLaunch", "cuGraphLaunch")
+# What nested CUDA calls (a runtime call and the driver call inside it) count as, by rank: a sync
+# if any of them is, else an allocation if any is, else a launch. Per CATEGORIES index: its rank
+# (0 for the categories a call is never), and per rank: the CATEGORIES index.
+_NESTED = ("launch", "alloc", "wait")
+_NESTED_RANK = np.array([_NESTED.index(c) if c in _NESTED else 0 for c in CATEGORIES])
+_BY_NESTED_RANK = np.array([CATEGORIES.index(c) for c in _NESTED])
 
 
 @dataclass(frozen=True)
@@ -198,23 +205,18 @@ def _threads(api: pd.DataFrame, calls: _Names) -> dict[int, _Thread]:
         rows = np.flatnonzero(tids == tid)
         order = rows[np.lexsort((ends_all[rows], starts_all[rows]))]
         s, e = starts_all[order], np.maximum(ends_all[order], starts_all[order])
-        reach = np.maximum.accumulate(e)
-        new = np.ones(len(s), dtype=bool)
-        new[1:] = s[1:] > reach[:-1]
-        first = np.flatnonzero(new)
+        first, piece_ends = runs(s, e)
         last = np.append(first[1:], len(s)) - 1
-        # nested calls (a runtime call and the driver call inside it) share one interval; it
-        # is a sync if any call in it is, else an allocation if any is, else a launch
-        priority = np.array([0, 0, 1, 2, 0])[kind[order]]  # launch < alloc < wait
-        top = np.maximum.reduceat(priority, first)
+        # nested calls share one interval, of the highest-ranked kind among them
+        top = np.maximum.reduceat(_NESTED_RANK[kind[order]], first)
         is_copy = memcpy[order]
         copy_at = np.where(is_copy, s, np.iinfo("int64").max)
         # the first copy at or after each interval's start: a suffix minimum over the calls
         next_copy = np.minimum.accumulate(copy_at[::-1])[::-1][first]
         out[int(tid)] = _Thread(
             starts=s[first],
-            ends=np.maximum.reduceat(reach, first),
-            kind=np.array([0, 2, 3])[top],
+            ends=piece_ends,
+            kind=_BY_NESTED_RANK[top],
             first_name=names[order[first]],
             last_name=names[order[last]],
             copy_soon=(next_copy - s[first]) <= COPY_SOON_NS,
@@ -446,16 +448,7 @@ def _union_inside(
     starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64], lo: int, hi: int
 ) -> float:
     keep = (starts < hi) & (ends > lo)
-    if not keep.any():
-        return 0.0
-    s, e = np.maximum(starts[keep], lo), np.minimum(ends[keep], hi)
-    order = np.argsort(s)
-    s, e = s[order], e[order]
-    reach = np.maximum.accumulate(e)
-    new = np.ones(len(s), dtype=bool)
-    new[1:] = s[1:] > reach[:-1]
-    first = np.flatnonzero(new)
-    return float((np.maximum.reduceat(reach, first) - s[first]).sum())
+    return union_ns(np.maximum(starts[keep], lo), np.minimum(ends[keep], hi))
 
 
 def _claim_for_syncs(gaps: pd.DataFrame, iterations: pd.DataFrame) -> None:

@@ -29,8 +29,8 @@ from typing import Any
 
 from nsdiag.analysis.kernel.derived_names import DERIVED_METRICS, DERIVED_TEXTS
 from nsdiag.analysis.kernel.gemm_reference import GemmReference, is_fallback
-from nsdiag.analysis.kernel.roofline import RooflinePosition
 from nsdiag.analysis.kernel.verdict import LAUNCH_NS, SATURATED_PCT, Verdict
+from nsdiag.analysis.records.kernel import RooflinePosition
 from nsdiag.model.catalogue import CATALOGUE
 from nsdiag.model.gpu_units import FP_PIPES
 from nsdiag.model.kernel_facts import parse_kernel_name

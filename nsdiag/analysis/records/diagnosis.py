@@ -1,14 +1,11 @@
-"""Diagnosis records: what the analysis returns and every renderer reads.
+"""The diagnosis: what the analysis returns and every renderer reads, per kernel signature and
+for the program (analysis/engine.py builds it).
 
 Records serialise themselves (`to_json`) into the schema of docs/diagnosis.schema.json; the
 names inside the code may differ from the JSON's (a kernel's `total_duration_ns` is the JSON's
-`duration_ns`).
-
-One currency: every finding, kernel or program, carries `saved_ns`, the time its fix would save
-in the analysed region (None when nothing defensible can be said), and `impact`, that saving as
-a share of the region's wall time (of the profiled GPU time when there is no timeline). The
-ranked list is of changes (analysis/changes.py): findings grouped by the change that fixes them,
-each change's saving marginal after the changes ranked above it, never past the region.
+`duration_ns`). The ranked list is of changes (analysis/changes.py): findings grouped by the
+change that fixes them, each change's saving marginal after the changes ranked above it, never
+past the region.
 """
 
 from __future__ import annotations
@@ -16,118 +13,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from nsdiag.analysis.kernel.roofline import MeasuredCeiling, RooflinePosition
-from nsdiag.analysis.program.ranks import RankAnalysis
-from nsdiag.analysis.region.startup import Startup
-from nsdiag.analysis.region.windows import Region
-
-if TYPE_CHECKING:  # changes.py reads these records: no import at run time, no circle
-    from nsdiag.analysis.changes import Change
-
-# What a finding's saving is computed from.
-ESTIMATES = ("metrics", "timeline", "names", "none")
+from nsdiag.analysis.records.changes import Change
+from nsdiag.analysis.records.findings import Finding, Skipped
+from nsdiag.analysis.records.jsonsafe import clean, json_number
+from nsdiag.analysis.records.kernel import MeasuredCeiling, RooflinePosition
+from nsdiag.analysis.records.ranks import RankAnalysis
+from nsdiag.analysis.records.region import Region, Startup
 
 SCHEMA = "nsdiag.diagnosis/4"
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """A metric value next to the threshold it was compared with."""
-
-    metric: str
-    value: float | None
-    op: str = ""
-    threshold: float | None = None
-
-
-@dataclass(frozen=True)
-class FusionChain:
-    """Operations in a row that pass intermediates through DRAM (signature names, in order),
-    and how many times the chain ran."""
-
-    kernels: tuple[str, ...]
-    occurrences: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"chain": list(self.kernels), "occurrences": self.occurrences}
-
-
-def share_of(saved_ns: float | None, wall_ns: float) -> float | None:
-    """A saving as a share of the region's wall time (None: no estimate)."""
-    if saved_ns is None:
-        return None
-    return min(saved_ns / wall_ns, 1.0) if wall_ns > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class Finding:
-    rule: str
-    cause: str
-    title: str
-    impact: float | None  # saved_ns as a share of the region's wall time; None: no estimate
-    recoverable: float | None  # fraction of this kernel's (or range's) time a fix could save
-    message: str
-    fix: str
-    impact_basis: str = ""
-    evidence: tuple[Evidence, ...] = ()
-    kernel: str | None = None  # signature name, for program findings that point at kernels
-    range: str | None = None  # NVTX range, for program findings
-    saved_ns: float | None = None  # time the fix would save in the analysed region
-    details: Mapping[str, Any] | FusionChain = field(default_factory=dict)
-    estimate: str = "metrics"  # one of ESTIMATES
-
-    @property
-    def rank_key(self) -> tuple[float, str]:
-        """Most time saved first; findings with no estimate last."""
-        return (-(self.saved_ns if self.saved_ns is not None else -1.0), self.rule)
-
-    @property
-    def chain(self) -> tuple[str, ...]:
-        """The kernels of a fusion chain, in order; empty for other findings."""
-        return self.details.kernels if isinstance(self.details, FusionChain) else ()
-
-    def to_json(self, iterations: int = 0) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "rule": self.rule,
-            "cause": self.cause,
-            "title": self.title,
-            "saved_ns": _num(self.saved_ns),
-            "saved_per_iteration_ns": _num(self.saved_ns / iterations)
-            if iterations and self.saved_ns is not None
-            else None,
-            "impact": _num(self.impact),
-            "estimate": self.estimate,
-            "recoverable": _num(self.recoverable),
-            "evidence": {e.metric: _num(e.value) for e in self.evidence},
-            "thresholds": {
-                e.metric: {"op": e.op, "threshold": e.threshold} for e in self.evidence if e.op
-            },
-            "message": self.message,
-            "fix": self.fix,
-            "impact_basis": self.impact_basis,
-        }
-        if self.kernel is not None:
-            out["kernel"] = self.kernel
-        details = self.details.to_json() if isinstance(self.details, FusionChain) else self.details
-        if details:
-            out["details"] = dict(details)
-        return out
-
-
-@dataclass(frozen=True)
-class Skipped:
-    rule: str
-    reason: str
-    kernel: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "reason": self.reason,
-            **({"kernel": self.kernel} if self.kernel else {}),
-        }
 
 
 @dataclass(frozen=True)
@@ -207,10 +102,10 @@ class KernelDiagnosis:
             "name": self.name,
             "demangled": self.demangled,
             "launches": self.launches,
-            "duration_ns": _num(self.total_duration_ns),
-            "region_mean_ns": _num(self.region_mean_ns),
-            "profiled_mean_ns": _num(self.profiled_mean_ns),
-            "time_share": _num(self.time_share),
+            "duration_ns": json_number(self.total_duration_ns),
+            "region_mean_ns": json_number(self.region_mean_ns),
+            "profiled_mean_ns": json_number(self.profiled_mean_ns),
+            "time_share": json_number(self.time_share),
             "grid": self.grid,
             "block": self.block,
             "bound": self.bound,
@@ -274,8 +169,8 @@ class Diagnosis:
             "schema": SCHEMA,
             "warnings": list(self.warnings),
             "device": dict(self.device),
-            "total_gpu_time_ns": _num(self.total_gpu_time_ns),
-            "wall_ns": _num(self.wall_ns),
+            "total_gpu_time_ns": json_number(self.total_gpu_time_ns),
+            "wall_ns": json_number(self.wall_ns),
             "region": clean(self.region.to_json()) if self.region is not None else None,
             "startup": clean(self.startup.to_json()) if self.startup is not None else None,
             "kernels_outside_region": self.kernels_outside_region,
@@ -287,27 +182,3 @@ class Diagnosis:
             "meta": clean(meta),
             **({"ranks": clean(self.ranks.to_json())} if self.ranks is not None else {}),
         }
-
-
-def _num(value: Any) -> Any:
-    """JSON has no NaN: missing numbers become null."""
-    if value is None:
-        return None
-    try:
-        f = float(value)
-    except (TypeError, ValueError):
-        return value
-    if math.isnan(f) or math.isinf(f):
-        return None
-    return int(f) if f.is_integer() and abs(f) < 2**53 and isinstance(value, int) else round(f, 6)
-
-
-def clean(value: Any) -> Any:
-    """Recursively make a structure JSON-safe (NaN -> null, numpy scalars -> Python)."""
-    if isinstance(value, Mapping):
-        return {str(k): clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
-    if isinstance(value, (str, bool)) or value is None:
-        return value
-    return _num(value)
