@@ -215,13 +215,6 @@ READS_FROM_ANALYSIS: dict[str, tuple[str, ...]] = {
     # phase 1 chooses the region that phase 2 profiles
     "nsdiag.collect": ("nsdiag.analysis.records", "nsdiag.analysis.region"),
 }
-# Circles of the other part of issue 36 (model/ and readers/, branch w36b): empty this when the
-# two branches meet.
-OTHER_BRANCH_CIRCLES: list[list[str]] = [
-    ["nsdiag.model.meta", "nsdiag.model.ranks"],
-    ["nsdiag.model.schema", "nsdiag.model.session"],
-    ["nsdiag.readers.csv_table", "nsdiag.readers.nsys_stats_csv"],
-]
 
 
 def _prefixed(module: str, table: Mapping[str, object]) -> str | None:
@@ -330,7 +323,7 @@ def test_the_floor_check_sees_an_import_up() -> None:
 
 
 def test_no_import_circle_in_nsdiag() -> None:
-    assert circles(import_graph()) == OTHER_BRANCH_CIRCLES
+    assert circles(import_graph()) == []
 
 
 def test_the_circle_check_sees_a_lazy_or_annotation_circle() -> None:

@@ -1158,7 +1158,7 @@ HUGE_NAMES = [
 
 @pytest.mark.parametrize(
     ("text", "kind"),
-    zip(HUGE_NAMES, [None, None, None, "gemm", None, "elementwise", None], strict=True),
+    list(zip(HUGE_NAMES, [None, None, None, "gemm", None, "elementwise", None], strict=True)),
 )
 def test_huge_names_parse_to_facts(text: str, kind: str | None) -> None:
     """A name of 100,000+ characters parses (to whatever facts it holds) and ends: the patterns
