@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from nsdiag.analysis.records.code import CodeAttribution
 from nsdiag.analysis.records.findings import Finding
 
 
@@ -51,6 +52,9 @@ class Change:
     # region is shorter than the GPU work in it (a host loop running ahead of the GPU). `nsdiag
     # diff`, which times such iterations by the GPU, checks this one.
     uncapped_ns: float | None = None
+    # Whose code it is about: the Python functions holding its work (records/code.py); None
+    # where nothing is known (the JSON leaves the key out)
+    code: CodeAttribution | None = None
 
     @property
     def rules(self) -> tuple[str, ...]:
@@ -81,6 +85,7 @@ class Change:
             "touches": [t.to_json(iterations) for t in self.touches],
             "findings": [_finding_ref(f) for f in self.findings],
             "after": list(self.after),
+            **({"code": self.code.to_json()} if self.code is not None else {}),
         }
 
 
