@@ -138,6 +138,60 @@ def view_of_a_billion_rows(tmp: Path) -> list[str]:
     return [str(path)]
 
 
+# A tiny export from the documented schema (the columns nsdiag reads of StringIds and the
+# kernel table): TINY_KERNELS launches of one kernel, in back-to-back bursts on one stream.
+TINY_KERNELS = 1000
+_TINY_SCHEMA = """
+CREATE TABLE StringIds (id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE KERNEL_ROWS (start INTEGER NOT NULL, end INTEGER NOT NULL,
+  deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL,
+  correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL,
+  shortName INTEGER NOT NULL, gridX INTEGER NOT NULL, gridY INTEGER NOT NULL,
+  gridZ INTEGER NOT NULL, blockX INTEGER NOT NULL, blockY INTEGER NOT NULL,
+  blockZ INTEGER NOT NULL);
+"""
+_TINY_PID = (1 << 24 | 4242) << 24
+# Views that stand in for the kernel table, each over a cross join of KERNEL_ROWS with itself
+# (10^9 rows): rows cheap to yield; a sort that needs them all first; a filter that keeps none;
+# a group per row.
+CROSS_JOIN = "KERNEL_ROWS AS a, KERNEL_ROWS AS b, KERNEL_ROWS AS c"
+JOIN = f"FROM {CROSS_JOIN}"
+VIEWS = {
+    "cross join": f"SELECT a.* {JOIN}",
+    "sorted cross join": f"SELECT a.* {JOIN} ORDER BY b.start DESC, c.start",
+    "filtered cross join": f"SELECT a.* {JOIN} WHERE a.start + b.start + c.start < 0",
+    "grouped cross join": f"SELECT a.* {JOIN} GROUP BY c.rowid",
+}
+
+
+def tiny_export(path: Path, kernel_view: str | None = None, strings_view: bool = False) -> Path:
+    """A ~50 kB export; `kernel_view`: CUPTI_ACTIVITY_KIND_KERNEL is that view over KERNEL_ROWS
+    (else the table itself); `strings_view`: StringIds a cross join repeating its rows."""
+    con = sqlite3.connect(path)
+    con.executescript(_TINY_SCHEMA)
+    con.execute("INSERT INTO StringIds VALUES (1, 'elementwise_kernel'), (2, 'elementwise')")
+    con.executemany(
+        "INSERT INTO KERNEL_ROWS VALUES (?, ?, 0, 1, 7, ?, ?, 1, 2, 256, 1, 1, 128, 1, 1)",
+        [(10_000 * i, 10_000 * i + 2_000, i + 1, _TINY_PID) for i in range(TINY_KERNELS)],
+    )
+    kernels = kernel_view or "SELECT * FROM KERNEL_ROWS"
+    con.execute(f"CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS {kernels}")
+    if strings_view:
+        con.execute("ALTER TABLE StringIds RENAME TO STRINGS")
+        con.execute(f"CREATE VIEW StringIds AS SELECT s.* FROM STRINGS AS s, {CROSS_JOIN}")
+    con.commit()
+    con.close()
+    return path
+
+
+def view_of(shape: str) -> Callable[[Path], list[str]]:
+    return lambda tmp: [str(tiny_export(tmp / f"{shape.replace(' ', '_')}.sqlite", VIEWS[shape]))]
+
+
+def strings_cross_join(tmp: Path) -> list[str]:
+    return [str(tiny_export(tmp / "strings_view.sqlite", strings_view=True))]
+
+
 def header_only_trace(tmp: Path) -> list[str]:
     path = tmp / "header_only_cuda_gpu_trace.csv"
     path.write_text(gzip.decompress(TRACE.read_bytes()).decode().split("\n", 1)[0] + "\n")
@@ -249,6 +303,18 @@ CASES: tuple[Case, ...] = (
         Refused("StringIds"),
     ),
     Case("view of 10^9 kernel rows", view_of_a_billion_rows, Refused("rows", isolated=True)),
+    # a tiny export whose kernel table (or StringIds) is a view over a 10^9-row cross join:
+    # stopped at the rows or the work a file of its size can hold, whatever the view does
+    *(
+        Case(f"tiny export, kernels a {shape}", view_of(shape), Refused("rows", isolated=True))
+        for shape in VIEWS
+    ),
+    Case("tiny export, StringIds a cross join", strings_cross_join, Refused("rows", isolated=True)),
+    Case(
+        "tiny export, a cross join under a lowered row limit",
+        view_of("cross join"),
+        Refused("NSDIAG_MAX_INPUT_ROWS", env={"NSDIAG_MAX_INPUT_ROWS": "100"}, isolated=True),
+    ),
     Case(
         "row limit lowered by the user",
         lambda t: [str(SYNC_HEAVY)],

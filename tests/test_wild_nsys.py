@@ -100,7 +100,7 @@ def test_a_view_that_computes_rows_is_stopped_by_the_work_budget(
         "WHERE (SELECT count(*) FROM n) > 0",
     )
     monkeypatch.setenv(source.ENV_ROWS, "10000")
-    with pytest.raises(InputError, match="more work than 10,000 rows"):
+    with pytest.raises(InputError, match="more work than reading 10,000 rows"):
         nsys_sqlite.read(export)
 
 

@@ -24,31 +24,21 @@ def recording(
     host: str | None = None
     start: int | None = None
     system = (
-        dict(
-            select(
-                con, "TARGET_INFO_SYSTEM_ENV", "SELECT name, value FROM TARGET_INFO_SYSTEM_ENV"
-            ).fetchall()
-        )
+        dict(select(con, "TARGET_INFO_SYSTEM_ENV", "name, value"))
         if {"name", "value"} <= schema.get("TARGET_INFO_SYSTEM_ENV", {}).keys()
         else {}
     )
     if system.get("Hostname"):
         host = str(system["Hostname"])
     if "utcEpochNs" in schema.get("TARGET_INFO_SESSION_START_TIME", {}):
-        row = select(
-            con,
-            "TARGET_INFO_SESSION_START_TIME",
-            "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME",
-        ).fetchone()
-        if row and row[0] is not None:
-            start = int(row[0])
+        rows = select(con, "TARGET_INFO_SESSION_START_TIME", "utcEpochNs")
+        if rows and rows[0][0] is not None:
+            start = int(rows[0][0])
     captured = (
         [
             str(v)
             for (v,) in select(
-                con,
-                "META_DATA_CAPTURE",
-                "SELECT value FROM META_DATA_CAPTURE WHERE name LIKE '%ENVIRONMENT_VARIABLE'",
+                con, "META_DATA_CAPTURE", "value", "name LIKE '%ENVIRONMENT_VARIABLE'"
             )
         ]
         if {"name", "value"} <= schema.get("META_DATA_CAPTURE", {}).keys()

@@ -22,10 +22,10 @@ from nsdiag.readers.nsys_attribution import attribute, range_names
 from nsdiag.readers.nsys_environment import recording
 from nsdiag.readers.nsys_tables import activities, api_calls, gpu_devices, nvtx_ranges, string_ids
 from nsdiag.readers.sqlite_query import (
-    STEPS_PER_CHECK,
     Schema,
     TooManyRows,
-    WorkBudget,
+    TooMuchWork,
+    has_rows,
     schema_of,
     select,
     text_of_cell,
@@ -41,19 +41,14 @@ def read(path: Path) -> Session:
         except sqlite3.Error as exc:
             raise InputError(f"cannot open {path}: {exc}", "pass an nsys SQLite export") from exc
         con.text_factory = text_of_cell
-        budget = WorkBudget(input_source.limit_rows())
-        con.set_progress_handler(budget.step, STEPS_PER_CHECK)
         try:
             return read_connection(con, source=str(path))
         except TooManyRows as exc:
-            raise input_source.too_many_rows(path, exc.table, exc.limit) from exc
-        except sqlite3.OperationalError as exc:
-            if budget.spent:
-                raise input_source.too_much_work(path, budget.rows) from exc
-            raise InputError(
-                f"{path} is not a readable SQLite database: {exc}",
-                "export it with: nsys export --type sqlite report.nsys-rep",
-            ) from exc
+            bound = exc.bound
+            raise input_source.too_many_rows(path, exc.table, bound.rows, bound.by_file) from exc
+        except TooMuchWork as exc:
+            bound = exc.bound
+            raise input_source.too_much_work(path, exc.table, bound.rows, bound.by_file) from exc
         except (sqlite3.DatabaseError, ValueError, OverflowError) as exc:
             # not SQLite, a truncated or damaged file, or text where ids belong
             raise InputError(
@@ -123,7 +118,7 @@ def _check_names_table(con: sqlite3.Connection, schema: Schema, source: str) -> 
     if "StringIds" in schema:
         return
     named = [t for t in (*CORE_TABLES["kernels"], *CORE_TABLES["api_calls"]) if t in schema]
-    if any(con.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone() for t in named):
+    if any(has_rows(con, t) for t in named):
         raise InputError(
             f"{source} has no StringIds table, so its kernels and CUDA calls have no names",
             "export the report again with: nsys export --type sqlite report.nsys-rep",
@@ -133,9 +128,7 @@ def _check_names_table(con: sqlite3.Connection, schema: Schema, source: str) -> 
 def _meta(con: sqlite3.Connection, schema: Schema, source: str) -> SessionMeta:
     devices = gpu_devices(con, schema)
     info = (
-        dict(select(con, "META_DATA_EXPORT", "SELECT name, value FROM META_DATA_EXPORT").fetchall())
-        if "META_DATA_EXPORT" in schema
-        else {}
+        dict(select(con, "META_DATA_EXPORT", "name, value")) if "META_DATA_EXPORT" in schema else {}
     )
     host, start, rank_env = recording(con, schema)
     return SessionMeta(

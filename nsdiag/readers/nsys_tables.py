@@ -86,11 +86,7 @@ ACTIVITY_COLUMNS = (
 
 
 def string_ids(con: sqlite3.Connection, schema: Schema) -> dict[int, str]:
-    return (
-        dict(select(con, "StringIds", "SELECT id, value FROM StringIds").fetchall())
-        if "StringIds" in schema
-        else {}
-    )
+    return dict(select(con, "StringIds", "id, value")) if "StringIds" in schema else {}
 
 
 def _enum(
@@ -102,7 +98,7 @@ def _enum(
     if "name" not in schema.get(table, {}):
         return dict(fallback)
     out = {}
-    for i, name in select(con, table, f'SELECT id, name FROM "{table}"'):
+    for i, name in select(con, table, "id, name"):
         label = re.split(r"_(?:KIND|TYPE)_", str(name))[-1]
         out[int(i)] = (
             label.replace("TO", "to")
@@ -241,9 +237,7 @@ def nvtx_ranges(con: sqlite3.Connection, schema: Schema, strings: dict[int, str]
 def _range_event_types(con: sqlite3.Connection, schema: Schema) -> list[int]:
     """Event type ids of NVTX ranges, from ENUM_NSYS_EVENT_TYPE when the export has it."""
     rows = (
-        select(con, "ENUM_NSYS_EVENT_TYPE", "SELECT id, name FROM ENUM_NSYS_EVENT_TYPE").fetchall()
-        if "ENUM_NSYS_EVENT_TYPE" in schema
-        else []
+        select(con, "ENUM_NSYS_EVENT_TYPE", "id, name") if "ENUM_NSYS_EVENT_TYPE" in schema else []
     )
     return [int(i) for i, n in rows if n in NVTX_RANGE_TYPES.values()] or sorted(NVTX_RANGE_TYPES)
 
@@ -252,11 +246,7 @@ def _domains(con: sqlite3.Connection, schema: Schema, domain_ids: pd.Series) -> 
     """Domain names come from NvtxDomainCreate events (eventType 75); 0 is the default domain."""
     names: dict[int, str] = {}
     if {"domainId", "text"} <= schema.get("NVTX_EVENTS", {}).keys():
-        rows = select(
-            con,
-            "NVTX_EVENTS",
-            "SELECT domainId, text FROM NVTX_EVENTS WHERE eventType = 75 AND text IS NOT NULL",
-        )
+        rows = select(con, "NVTX_EVENTS", "domainId, text", "eventType = 75 AND text IS NOT NULL")
         names = {int(d): str(t) for d, t in rows if d is not None}
     return _decode(ints(domain_ids, 0), names, "")
 

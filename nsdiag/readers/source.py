@@ -101,19 +101,38 @@ def limit_rows() -> int:
     return int(chosen) if chosen is not None else DEFAULT_ROWS
 
 
-def too_many_rows(path: Path | str, table: str, limit: int) -> InputError:
+def too_many_rows(path: Path | str, table: str, rows: int, by_file: bool = False) -> InputError:
+    """`table` yields more than `rows` rows: the row limit, or (`by_file`) more than a table of a
+    file this size can hold."""
+    if by_file:
+        return InputError(
+            f"{path}: {table} yields more than the {rows:,} rows a table of a file this size can "
+            "hold: it computes them (a view or a join)",
+            COMPUTED_ROWS_HINT,
+        )
     return InputError(
-        f"{path}: {table} holds more than {limit:,} rows, the most nsdiag reads from one table",
+        f"{path}: {table} holds more than {rows:,} rows, the most nsdiag reads from one table",
         f"if it really is a profiler export, raise the limit with {ENV_ROWS}",
     )
 
 
-def too_much_work(path: Path | str, limit: int) -> InputError:
+def too_much_work(path: Path | str, table: str, rows: int, by_file: bool = False) -> InputError:
+    """Reading `table` took more work than reading `rows` rows would (a view that computes
+    them)."""
+    most = "a table of a file this size can hold" if by_file else "nsdiag reads from one table"
     return InputError(
-        f"{path}: reading it takes more work than {limit:,} rows per table would (a view that "
-        "computes its rows?), the most nsdiag does for one input",
-        f"if it really is a profiler export, raise the limit with {ENV_ROWS}",
+        f"{path}: reading {table} takes more work than reading {rows:,} rows would, the most "
+        f"{most} (a view or a join that computes its rows?)",
+        COMPUTED_ROWS_HINT
+        if by_file
+        else f"if it really is a profiler export, raise the limit with {ENV_ROWS}",
     )
+
+
+COMPUTED_ROWS_HINT = (
+    "nsdiag reads the tables nsys export writes: export the report again with "
+    "nsys export --type sqlite report.nsys-rep"
+)
 
 
 def _too_large(path: Path, what: str, limit: int) -> InputError:

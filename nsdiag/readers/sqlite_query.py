@@ -1,17 +1,22 @@
 """SQL plumbing for reading a database input (an nsys SQLite export): its schema, queries bounded
-by the row limit, and integer columns streamed from SQLite into numpy without per-row Python.
+by the row limit and the file's size, and integer columns streamed from SQLite into numpy
+without per-row Python.
 
-Every query goes through `select`, `query` or `fetch_ints`, which refuse a table (or a view)
-holding more rows than nsdiag reads; `WorkBudget`, installed as the connection's progress
-handler, stops a statement that works far longer than reading that many rows would.
+Every statement is bounded (`_bounded`): it may return the rows the row limit allows
+(NSDIAG_MAX_INPUT_ROWS), and no more than the file can hold in a table, asked for in the
+statement itself (LIMIT one more: no second scan to count them); and SQLite's progress handler
+stops it past STEPS_PER_ROW steps per such row, so a view or a join that computes far more
+rows than it returns (a sort, a filter, a group over a cross join) is stopped too.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,55 +33,112 @@ def text_of_cell(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-# SQLite's virtual machine runs about 20 steps per row nsdiag reads from a real export; a read
-# may take this many per row of the row limit (a view that computes rows costs far more).
-_STEPS_PER_ROW = 200
-STEPS_PER_CHECK = 100_000
+# SQLite's virtual machine runs 20 to 40 steps per row nsdiag reads from a real export (the
+# nsys recordings of tests/data: at most 0.54 steps per byte of the file for a whole read); a
+# statement may take this many per row it may return. A view that computes rows costs more.
+STEPS_PER_ROW = 200
+_STEPS_PER_CHECK = 100_000
+# No table row takes fewer bytes of the file than this (its cell pointer, sizes, rowid and
+# header): a file holds at most its size / MIN_ROW_BYTES rows in any table; only a view or a
+# join over tables yields more.
+MIN_ROW_BYTES = 4
 
 
-class WorkBudget:
-    """A progress handler that stops a read past its budget of SQLite steps: the row limit
-    bounds rows returned, this bounds the work of producing them (a view over a large join)."""
+@dataclass(frozen=True)
+class RowBound:
+    """The most rows one statement may return, and whether the file's size sets it (a file that
+    small holds fewer rows than the row limit allows)."""
 
-    def __init__(self, rows: int) -> None:
-        self.rows = rows
-        self.checks_left = rows * _STEPS_PER_ROW // STEPS_PER_CHECK + 1
-        self.spent = False
+    rows: int
+    by_file: bool
 
-    def step(self) -> int:
-        self.checks_left -= 1
-        self.spent = self.checks_left < 0
-        return int(self.spent)  # non-zero: SQLite interrupts the statement
+
+def row_bound(con: sqlite3.Connection) -> RowBound:
+    limit = input_source.limit_rows()
+    (pages,) = con.execute("PRAGMA page_count").fetchone()
+    (page_bytes,) = con.execute("PRAGMA page_size").fetchone()
+    held = max(int(pages) * int(page_bytes) // MIN_ROW_BYTES, 1)
+    return RowBound(min(limit, held), held < limit)
 
 
 class TooManyRows(Exception):
-    def __init__(self, table: str, limit: int) -> None:
-        super().__init__(table, limit)
-        self.table, self.limit = table, limit
+    """A statement over `table` would return more than `bound.rows` rows."""
+
+    def __init__(self, table: str, bound: RowBound) -> None:
+        super().__init__(table, bound)
+        self.table, self.bound = table, bound
 
 
-def _bounded(con: sqlite3.Connection, table: str) -> None:
-    """Refuse a table (or a view: it may yield far more rows than the file holds bytes) with
-    more rows than nsdiag reads, before reading any."""
-    limit = input_source.limit_rows()
-    (count,) = con.execute(
-        f'SELECT count(*) FROM (SELECT 1 FROM "{table}" LIMIT {limit + 1})'
-    ).fetchone()
-    if count > limit:
-        raise TooManyRows(table, limit)
+class TooMuchWork(Exception):
+    """A statement over `table` took more steps than returning `bound.rows` rows would."""
+
+    def __init__(self, table: str, bound: RowBound) -> None:
+        super().__init__(table, bound)
+        self.table, self.bound = table, bound
 
 
-def select(con: sqlite3.Connection, table: str, sql: str, *args: Any) -> sqlite3.Cursor:
-    """A query over `table`, after checking its size."""
-    _bounded(con, table)
-    return con.execute(sql, args)
+@contextlib.contextmanager
+def _bounded(con: sqlite3.Connection, table: str) -> Iterator[RowBound]:
+    """Statements over `table` run inside may return `bound.rows` rows (the caller selects one
+    more with LIMIT and checks, so nothing is counted twice) and take STEPS_PER_ROW steps per
+    row of it: past that SQLite interrupts them (its progress handler) and TooMuchWork says so."""
+    bound = row_bound(con)
+    checks_left = bound.rows * STEPS_PER_ROW // _STEPS_PER_CHECK + 1
+
+    def step() -> int:
+        nonlocal checks_left
+        checks_left -= 1
+        return int(checks_left < 0)  # non-zero: SQLite interrupts the statement
+
+    con.set_progress_handler(step, _STEPS_PER_CHECK)
+    try:
+        yield bound
+    except sqlite3.OperationalError as exc:
+        if checks_left < 0:
+            raise TooMuchWork(table, bound) from exc
+        raise
+    finally:
+        con.set_progress_handler(None, _STEPS_PER_CHECK)
+
+
+def _select_sql(columns: str, table: str, where: str, bound: RowBound) -> str:
+    return (
+        f'SELECT {columns} FROM "{table}"'
+        + (f" WHERE {where}" if where else "")
+        + f" LIMIT {bound.rows + 1}"
+    )
+
+
+def _check_count(count: int, table: str, bound: RowBound) -> None:
+    if count > bound.rows:
+        raise TooManyRows(table, bound)
+
+
+def select(
+    con: sqlite3.Connection, table: str, columns: str, where: str = ""
+) -> list[tuple[Any, ...]]:
+    """The rows of `SELECT columns FROM table [WHERE where]`, bounded (`_bounded`)."""
+    with _bounded(con, table) as bound:
+        rows = con.execute(_select_sql(columns, table, where, bound)).fetchall()
+    _check_count(len(rows), table, bound)
+    return rows
+
+
+def has_rows(con: sqlite3.Connection, table: str) -> bool:
+    with _bounded(con, table):
+        return con.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchone() is not None
 
 
 def schema_of(con: sqlite3.Connection) -> Schema:
-    tables = [
-        r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
-    ]
-    return {t: {r[1]: bool(r[3]) for r in con.execute(f'PRAGMA table_info("{t}")')} for t in tables}
+    """Each table's and view's columns (a view's are its SELECT's: nothing is run)."""
+    with _bounded(con, "sqlite_master"):
+        tables = [
+            r[0]
+            for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+        ]
+        return {
+            t: {r[1]: bool(r[3]) for r in con.execute(f'PRAGMA table_info("{t}")')} for t in tables
+        }
 
 
 def query(
@@ -90,8 +152,7 @@ def query(
         f'"{col}" AS {alias}' if col in present else f"NULL AS {alias}"
         for alias, col in columns.items()
     ]
-    sql = f'SELECT {", ".join(exprs)} FROM "{table}"' + (f" WHERE {where}" if where else "")
-    rows = select(con, table, sql).fetchall()
+    rows = select(con, table, ", ".join(exprs), where)
     return pd.DataFrame.from_records(rows, columns=list(columns), coerce_float=False)
 
 
@@ -114,7 +175,6 @@ def fetch_ints(
     present = schema.get(table, {})
     if not present:
         return pd.DataFrame({alias: np.empty(0, dtype="int64") for alias in columns})
-    _bounded(con, table)
     # A column the table lacks reads as one constant on every row: not fetched (a tenth of
     # the kernel table's fetch), filled in below.
     fetched = {a: c for a, c in columns.items() if _expr(c, present) != "NULL"} or columns
@@ -187,9 +247,11 @@ def _int_rows(
         fits = " AND ".join(f"{e} BETWEEN 0 AND {(1 << bits) - 1}" for e in parts)
         shifted = " | ".join(f"({e} << {bits * (len(group) - 1 - i)})" for i, e in enumerate(parts))
         selected.append(f"CASE WHEN {fits} THEN {shifted} END")
-    sql = f'SELECT {", ".join(selected)} FROM "{table}"' + (f" WHERE {where}" if where else "")
-    rows = itertools.chain.from_iterable(con.execute(sql))
-    data = np.fromiter(rows, dtype="int64").reshape(-1, len(selected))
+    with _bounded(con, table) as bound:
+        rows = con.execute(_select_sql(", ".join(selected), table, where, bound))
+        data = np.fromiter(itertools.chain.from_iterable(rows), dtype="int64")
+    data = data.reshape(-1, len(selected))
+    _check_count(len(data), table, bound)
     if not groups:
         return data
     out = np.empty((len(data), len(exprs)), dtype="int64")
