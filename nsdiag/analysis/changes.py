@@ -55,6 +55,7 @@ from nsdiag.analysis.records.causes import (
 from nsdiag.analysis.records.changes import Change, Touch
 from nsdiag.analysis.records.diagnosis import KernelDiagnosis
 from nsdiag.analysis.records.findings import Finding
+from nsdiag.analysis.records.idioms import Idiom, idiom_named, joint_idiom, kernel_idiom
 from nsdiag.analysis.records.ranks import RankAnalysis
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.names import normalized, short_names
@@ -84,6 +85,7 @@ class _Draft:
     title: str
     findings: list[Finding] = field(default_factory=list)
     claims: list[_Claim] = field(default_factory=list)
+    fix: str = ""  # an idiom's fix (records/idioms.py); "": the leading finding's
 
 
 @dataclass(frozen=True)
@@ -113,14 +115,19 @@ def group_changes(
         sizes[WAITING] = wait
     names = short_names(k.demangled or k.name for k in kernels)
     drafts: dict[str, _Draft] = {}
+    causes = frozenset(f.cause for f in program_findings) | frozenset(
+        f.cause for k in kernels for f in k.findings
+    )
     for k in kernels:
         label = names.get(k.demangled or k.name, k.name)
         for f in k.findings:
-            draft = _draft_for(drafts, f, k.name, label)
+            idiom = kernel_idiom(f.cause, k.demangled or k.name)
+            draft = _idiom_draft(drafts, idiom) or _draft_for(drafts, f, k.name, label)
             draft.findings.append(f)
             draft.claims += _spread(table.parts[k.id], _want(f), ("kernel", k.name, k.id), f.rule)
     for i, f in enumerate(program_findings):
-        draft = _draft_for(drafts, f, None, "")
+        idiom = joint_idiom(causes, f.cause) or (idiom_named(f.idiom) if f.idiom else None)
+        draft = _idiom_draft(drafts, idiom) or _draft_for(drafts, f, None, "")
         draft.findings.append(f)
         draft.claims += _program_claims(i, f, table, sizes, wait is not None)
     budgets = Budgets(sizes, REGION)
@@ -208,6 +215,16 @@ def _draft_for(drafts: dict[str, _Draft], f: Finding, kernel: str | None, label:
     if key not in drafts:
         drafts[key] = _Draft(key, kind_name, title)
     return drafts[key]
+
+
+def _idiom_draft(drafts: dict[str, _Draft], idiom: Idiom | None) -> _Draft | None:
+    """The change of a PyTorch idiom (records/idioms.py): one across the findings it recasts,
+    with the idiom's title and fix."""
+    if idiom is None:
+        return None
+    if idiom.key not in drafts:
+        drafts[idiom.key] = _Draft(idiom.key, idiom.key, idiom.title, fix=idiom.fix)
+    return drafts[idiom.key]
 
 
 def _unique(base: str, taken: Mapping[str, object]) -> str:
@@ -306,7 +323,7 @@ def _change(draft: _Draft, taken: Taken | None, region_ns: float) -> Change:
         key=draft.key,
         kind=draft.kind,
         title=draft.title,
-        fix=lead.fix,
+        fix=draft.fix or lead.fix,
         findings=tuple(findings),
         touches=_touches(draft, taken.takes if taken is not None else {}),
         summed_ns=taken.summed_ns if taken is not None else None,

@@ -15,6 +15,7 @@ from nsdiag.analysis.kernel.derived import add_derived
 from nsdiag.analysis.kernel.diagnose import KernelInputs, diagnose_kernel, matrix_references
 from nsdiag.analysis.kernel.roofline import measured_dram_ceiling
 from nsdiag.analysis.kernel.signatures import aggregate
+from nsdiag.analysis.program.code import attribute
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.dispatch import needs_timeline, program_findings
 from nsdiag.analysis.program.ranks import analyse_ranks, detailed_ranks, only_ranks
@@ -99,7 +100,9 @@ def diagnose(
         kernels_outside_region=profiled.outside,
         ranks=ranks,
         warnings=session.meta.warnings,
-        changes=group_changes(kernels, program, wall_ns, ranks, _range_times(ctx, program)),
+        changes=attribute(
+            group_changes(kernels, program, wall_ns, ranks, _range_times(ctx, program)), ctx
+        ),
     )
 
 

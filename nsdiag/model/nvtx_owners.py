@@ -51,6 +51,8 @@ LIBRARY_NAMES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "PyTorch",
         re.compile(
             r"(aten|autograd|c10d|prim|torch)::|Optimizer\.(step|zero_grad)#"
+            # nsys --pytorch=functions-trace: "torch.optim.AdamW.step", "torch.Tensor.to"
+            r"|torch\.[A-Za-z_]"
             r"|[^,]+, (seq|op_id|sizes) = "
         ),
     ),

@@ -226,6 +226,41 @@ NO_COPY_COMPUTE_OVERLAP = ProgramAnalysis(
     },
 )
 
+# ---------------------------------------------------------------- timeline/optimizer.py
+
+PER_PARAMETER_OPTIMIZER = ProgramAnalysis(
+    name="per_parameter_optimizer",
+    function_ref="nsdiag.analysis.program.timeline.optimizer:per_parameter_optimizer",
+    needs="timeline",
+    tables=("api_calls",),
+    values={
+        **RANGE_VALUES,
+        "function": "The optimizer's step as its PyTorch range names it (torch.optim.AdamW.step).",
+        "optimizer": "The optimizer's class (AdamW).",
+        "per": "Text: ' per iteration' where the region has iterations, else empty.",
+        "launches": "Kernels launched inside the step (per iteration).",
+        "all_launches": "Kernels launched in all (per iteration).",
+        "per_call": "Kernels launched per call of the step.",
+        "batched": "Of the step's launches, multi-tensor or fused kernels (in the region).",
+        "host_ms": "The host's time inside the step, ms (per iteration).",
+        "idle_ms": "The GPU's idle time while the host was inside the step, ms (per iteration).",
+        "fused_ms": "What a fused step still costs the host, ms (per iteration).",
+        "saved_per_ms": "The saving per iteration (or in the region), ms.",
+        "flag": "Text: the flag that batches the step: 'fused=True' where the optimizer takes "
+        "it on CUDA (Adam, AdamW, SGD, Adagrad), else 'foreach=True'.",
+    },
+    params={
+        "min_launches_per_call": Param(
+            100, "The fewest kernels a call of the step launches to be stepping one by one."
+        ),
+        "max_batched_share": Param(
+            0.2, "The largest share of multi-tensor or fused kernels among them."
+        ),
+        "min_impact": Param(0.02, MIN_IMPACT),
+    },
+    claims_before=("launch_bound", "cpu_bound"),
+)
+
 # ---------------------------------------------------------------- timeline/host_wait.py
 
 LAUNCH_BOUND = ProgramAnalysis(
@@ -244,8 +279,16 @@ LAUNCH_BOUND = ProgramAnalysis(
         "busy_pct": "Share of the region's iterations the GPU is busy, %.",
         "saved_per_ms": "The saving per iteration (or in the region), ms.",
         "graph_note": "Text: a sentence when the program already replays CUDA graphs, else empty.",
+        "loop_note": "Text: a sentence when the iteration calls the model's forward many times "
+        "(a decode loop): the host's own work between the forwards, which a graph of the "
+        "forward does not remove, else empty.",
     },
     params={
+        "min_forwards": Param(
+            8,
+            "The fewest calls of a model's forward per iteration that make the iteration a "
+            "loop over the model (a decode loop): the saving then counts the forwards only.",
+        ),
         "graph_node_gap_ns": Param(
             1000, "The gap a CUDA graph still leaves between two kernels, ns (not saved)."
         ),
@@ -269,6 +312,10 @@ CPU_BOUND = ProgramAnalysis(
         "and whether a copy to the GPU followed.",
         "input_note": "Text: a sentence when most of that time ends in a host-to-device copy "
         "(the host prepares input), else empty.",
+        "advice": "Text: what to do about it: the input pipeline's remedies (DataLoader "
+        "workers, pinned memory, preprocessing on the GPU), unless the PyTorch function ranges "
+        "place most of the time inside the step's own PyTorch functions (an optimizer step, "
+        "the backward pass): then how to batch or compile the work there.",
         "saved_per_ms": "The saving per iteration (or in the region), ms.",
     },
     params={"min_impact": Param(0.02, MIN_IMPACT)},

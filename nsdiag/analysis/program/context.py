@@ -10,6 +10,12 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from nsdiag.analysis.program.code_sites import (
+    FunctionRanges,
+    activity_sites,
+    function_ranges,
+    gap_sites,
+)
 from nsdiag.analysis.program.launch_sequence import launches
 from nsdiag.analysis.program.score_chains import attention_rows
 from nsdiag.analysis.program.timeline.view import TimelineView
@@ -59,6 +65,21 @@ class ProgramContext:
         """The region's idle GPU time by what the host did meanwhile (timeline/waits.py), built
         once per diagnosis: the four host-wait analyses report disjoint parts of it."""
         return account(self.view, self.session.api_calls, self.region)
+
+    @cached_property
+    def functions(self) -> FunctionRanges:
+        """The region's PyTorch function ranges (code_sites.py; empty where not recorded)."""
+        return function_ranges(self.session.nvtx_ranges)
+
+    @cached_property
+    def activity_sites(self) -> pd.DataFrame:
+        """The region's kernels and copies with the functions that launched them."""
+        return activity_sites(self.session.timeline, self.kernels, self.functions)
+
+    @cached_property
+    def gap_sites(self) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.object_]]:
+        """Per idle gap of `waits`: the functions the host was in (outermost, innermost)."""
+        return gap_sites(self.waits.gaps, self.functions)
 
     @property
     def view(self) -> TimelineView:

@@ -45,6 +45,7 @@ from nsdiag.analysis.program.analyses import (
     LAYOUT_CONVERSIONS,
     NO_COPY_COMPUTE_OVERLAP,
     PAGEABLE_MEMCPY,
+    PER_PARAMETER_OPTIMIZER,
     RANK_IMBALANCE,
     SYNC_BOUND,
 )
@@ -59,6 +60,7 @@ PROGRAM_ANALYSES: dict[str, ProgramAnalysis] = {
         PAGEABLE_MEMCPY,
         NO_COPY_COMPUTE_OVERLAP,
         SYNC_BOUND,
+        PER_PARAMETER_OPTIMIZER,
         LAUNCH_BOUND,
         CPU_BOUND,
         IDLE_OTHER,

@@ -46,6 +46,19 @@ class ChangeKind:
     key: str = ""  # SWITCH: the change's key; PER_KERNEL: its prefix
 
 
+# What a finding of a cause is about, where its code is looked for (analysis/program/code.py):
+# the kernels it names, the host-device copies of its ranges, or the idle GPU time the host
+# spent in one state (a column of the wait account, timeline/waits.py); "": no code (the ranks).
+KERNELS, COPIES = "kernels", "copies"
+IDLE_LAUNCH, IDLE_CPU, IDLE_SYNC, IDLE_OTHER = (
+    "idle:launch",
+    "idle:cpu",
+    "idle:sync_ns",
+    "idle:other",
+)
+WORK = (KERNELS, COPIES, IDLE_LAUNCH, IDLE_CPU, IDLE_SYNC, IDLE_OTHER, "")
+
+
 @dataclass(frozen=True)
 class Cause:
     slug: str
@@ -53,6 +66,7 @@ class Cause:
     change: str  # the name of the ChangeKind that fixes it; "": one change per finding
     budget: str  # one of BUDGETS
     doc: str  # what it is, in a line
+    work: str = KERNELS  # one of WORK
 
     @property
     def rule_scope(self) -> str:
@@ -73,6 +87,9 @@ KINDS: Mapping[str, ChangeKind] = {
                    "Keep tensors in one layout (channels_last) end to end", "channels-last"),
         ChangeKind("cuda-graph", SWITCH,
                    "Replay the step as a CUDA graph, or fuse its tiny kernels", "cuda-graph"),
+        ChangeKind("fused-optimizer", SWITCH,
+                   "Step the optimizer over all parameters at once (fused=True)",
+                   "fused-optimizer"),
         ChangeKind("fused-attention", SWITCH,
                    "Use fused attention (scaled_dot_product_attention)", "fused-attention"),
         ChangeKind("kernel-rewrite", PER_KERNEL, "Rewrite or tune {kernel}", "kernel-rewrite"),
@@ -137,22 +154,24 @@ CAUSES: Mapping[str, Cause] = {
         Cause("eager-attention", PROGRAM, "fused-attention", KERNELS_TIME,
               "attention computed eagerly: the scores pass through DRAM"),
         Cause("pageable-memcpy", PROGRAM, "pin-memory", OWN_TIME,
-              "host-device copies from pageable memory"),
+              "host-device copies from pageable memory", COPIES),
         Cause("no-copy-compute-overlap", PROGRAM, "overlap-copies", OWN_TIME,
-              "copies and kernels run one after another"),
+              "copies and kernels run one after another", COPIES),
         Cause("sync-heavy", PROGRAM, "fewer-syncs", WAIT,
-              "the GPU waits for the host after synchronisations"),
+              "the GPU waits for the host after synchronisations", IDLE_SYNC),
         Cause("launch-bound", PROGRAM, "cuda-graph", WAIT,
-              "the GPU waits for the host to launch work"),
+              "the GPU waits for the host to launch work", IDLE_LAUNCH),
+        Cause("per-parameter-optimizer", PROGRAM, "fused-optimizer", WAIT,
+              "an optimizer stepping its parameters one by one (foreach=False)", IDLE_LAUNCH),
         Cause("cpu-bound", PROGRAM, "host-work", WAIT,
-              "the GPU waits while the host works outside CUDA"),
+              "the GPU waits while the host works outside CUDA", IDLE_CPU),
         Cause("gpu-idle-gaps", PROGRAM, "alloc-load", WAIT,
-              "the GPU waits while the host allocates, loads or waits elsewhere"),
+              "the GPU waits while the host allocates, loads or waits elsewhere", IDLE_OTHER),
         # the ranks of a distributed run
         Cause("rank-imbalance", RANK, "balance-ranks", WAIT,
-              "one rank reaches the collectives late; the others wait for it"),
+              "one rank reaches the collectives late; the others wait for it", ""),
         Cause("exposed-communication", RANK, "overlap-communication", WAIT,
-              "collective communication not overlapped with computation"),
+              "collective communication not overlapped with computation", ""),
     )
 }  # fmt: skip
 
@@ -164,4 +183,6 @@ def cause_of(slug: str, scope: str) -> Cause:
     known = CAUSES.get(slug)
     if known is not None:
         return known
-    return Cause(slug, scope, "", KERNEL_TIME if scope == KERNEL else OWN_TIME, "")
+    if scope == KERNEL:
+        return Cause(slug, scope, "", KERNEL_TIME, "", KERNELS)
+    return Cause(slug, scope, "", OWN_TIME, "", "")

@@ -64,6 +64,9 @@ class Finding:
     # The kernels a program finding is about (a fusion chain's in order, the layout conversions,
     # the attention score kernels); empty: the one `kernel` names, if any.
     kernels: tuple[str, ...] = ()
+    # A program idiom the finding is (records/idioms.py): its change has the idiom's title and
+    # fix; "": none.
+    idiom: str = ""
 
     @property
     def rank_key(self) -> tuple[float, str]:

@@ -30,6 +30,7 @@ class Draft:
     evidence: tuple[Evidence, ...]
     details: Mapping[str, Any]
     kernels: tuple[str, ...] = ()  # the kernels it is about (Finding.kernels)
+    idiom: str = ""  # the program idiom it is (Finding.idiom)
 
 
 def by_range(frame: pd.DataFrame) -> Iterator[tuple[int, str, pd.DataFrame]]:
@@ -141,4 +142,5 @@ def make_finding(
         details=details,
         estimate="timeline",
         kernels=draft.kernels,
+        idiom=draft.idiom,
     )

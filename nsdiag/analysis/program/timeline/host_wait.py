@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import cast
 
+import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.program.analyses import CPU_BOUND, IDLE_OTHER, LAUNCH_BOUND, SYNC_BOUND
@@ -22,7 +24,9 @@ from nsdiag.analysis.program.timeline.findings import (
     worth_reporting,
 )
 from nsdiag.analysis.program.timeline.nvtx import host_ranges
+from nsdiag.analysis.program.timeline.optimizer import claimed_gaps
 from nsdiag.analysis.program.timeline.waits import ALLOC_PATTERN, WaitAccount, stretch_text
+from nsdiag.analysis.program.user_range import activity_ranges
 from nsdiag.analysis.records.findings import Evidence, Finding
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.ranks import rank_of
@@ -31,6 +35,31 @@ from nsdiag.model.tables import records
 _ALLOC_WORDS = "allocating memory, loading modules or initialising CUDA"
 # What the rank-imbalance finding claims of the late rank (rank_findings.py: claims_before).
 _LATE_RANK_CLAIMED = ("cpu_bound", "gpu_idle_gaps")
+# NSD407's advice: the input pipeline's remedies, or, where the PyTorch function ranges put the
+# host's time inside the step's own PyTorch functions, how to batch or compile the work there.
+INPUT_ADVICE = (
+    "DataLoader(num_workers=N, pin_memory=True, persistent_workers=True, prefetch_factor=2) so "
+    "batches are decoded and collated in worker processes ahead of the step; copy them with "
+    "non_blocking=True from pinned memory; move preprocessing (normalisation, augmentation) to "
+    "the GPU; keep per-step Python (logging, metrics, checkpoint bookkeeping) out of the loop "
+    "or in a background thread."
+)
+STEP_ADVICE = (
+    "the host spends it in {where}, not preparing input (no copy to the GPU follows it): "
+    "batch the per-tensor Python there (foreach=True or fused=True for the optimizer, "
+    "foreach=True for clip_grad_norm_), fewer and larger operations, or compile the step "
+    "(torch.compile); keep per-step logging and metrics out of the loop."
+)
+# The step's own PyTorch functions hold the host's time when they hold at least this share of
+# the CPU idle time; a host stretch ends in input preparation when this share of it ends in a
+# host-to-device copy (the input note's threshold).
+STEP_SHARE = 0.5
+INPUT_SHARE = 0.25
+OWN_PYTHON = "the program's own Python between PyTorch calls"
+# The outermost PyTorch range of a model's forward (nsys --pytorch=functions-trace)
+MODULE_CALL = "torch.nn.modules.Module.__call__"
+# What NSD413 claims of the idle time (optimizer.py: claims_before).
+_OPTIMIZER_CLAIMED = ("launch_bound", "cpu_bound")
 
 
 def _per_device(
@@ -39,14 +68,21 @@ def _per_device(
     ctx: ProgramContext,
     column: str,
     draft: Callable[[int, str, pd.DataFrame, float], Draft | None],
+    keep: npt.NDArray[np.bool_] | None = None,
 ) -> list[Finding]:
-    """One finding per device whose `column` of the wait account reaches min_impact. Where the
-    lanes are ranks, one finding for the lane that would save most: the ranks step in lockstep,
-    so a change made on every rank saves about the largest lane's part, not the sum; and the
-    late rank's CPU-bound and other idle time is the rank-imbalance finding's (NSD420 names its
-    cause), not counted again here."""
+    """Findings per device whose `column` of the wait account reaches min_impact, one per NVTX
+    range its idle time lies in (the range of the work that ended each gap): a range's evidence
+    is its own gaps' (a program whose syncs are all in one phase gets the finding there, not in
+    the phase with most idle time). Ranges too small to report alone share one finding, named
+    after the largest of them. Where the lanes are ranks, the lane that would save most: the
+    ranks step in lockstep, so a change made on every rank saves about the largest lane's part,
+    not the sum; and the late rank's CPU-bound and other idle time is the rank-imbalance
+    finding's (NSD420 names its cause), not counted again here. The idle time a per-parameter
+    optimizer step holds is NSD413's (optimizer.py), not launch-bound's or CPU-bound's."""
     params = analysis.params_of(rule)
     gaps = ctx.waits.gaps
+    if analysis.name in _OPTIMIZER_CLAIMED:
+        gaps = gaps[~claimed_gaps(ctx) & (keep if keep is not None else True)]
     ranks = ctx.ranks
     candidates = []
     for key, group in gaps.groupby("device", sort=True):
@@ -63,13 +99,42 @@ def _per_device(
     if ctx.view.lane_devices:
         candidates = sorted(candidates, key=lambda c: -c[0])[:1]
     findings = []
-    for saved, device, group in candidates:
-        by_range = group.groupby("next_range")[column].sum()
-        name = str(by_range.idxmax()) if len(by_range) else ""
-        found = draft(device, name, group, saved)
-        if found is not None:
-            findings.append(make_finding(analysis, rule, ctx, found))
+    for _, device, group in candidates:
+        for name, part in _by_range(analysis, params, ctx, group, column):
+            found = draft(device, name, part, _saving(analysis, params, part, part[column].sum()))
+            if found is not None:
+                findings.append(make_finding(analysis, rule, ctx, found))
     return findings
+
+
+def _by_range(
+    analysis: ProgramAnalysis,
+    params: Mapping[str, float],
+    ctx: ProgramContext,
+    group: pd.DataFrame,
+    column: str,
+) -> list[tuple[str, pd.DataFrame]]:
+    """A device's gaps per NVTX range whose saving reaches min_impact, most first, and the rest
+    together under the name of the largest of them."""
+    ranges = group["next_range"].fillna("").astype(str)
+    parts = sorted(
+        ((str(name), part) for name, part in group.groupby(ranges, sort=False)),
+        key=lambda p: -float(p[1][column].sum()),
+    )
+    alone = [
+        (name, part)
+        for name, part in parts
+        if worth_reporting(
+            ctx, _saving(analysis, params, part, part[column].sum()), params["min_impact"]
+        )
+    ]
+    rest = [(name, part) for name, part in parts if name not in {n for n, _ in alone}]
+    if rest:
+        merged = pd.concat([part for _, part in rest])
+        saved = _saving(analysis, params, merged, float(merged[column].sum()))
+        if worth_reporting(ctx, saved, params["min_impact"]) or not alone:
+            alone.append((rest[0][0], merged))
+    return alone
 
 
 def _saving(
@@ -85,6 +150,10 @@ def _saving(
 def _per_iteration(ctx: ProgramContext) -> tuple[float, str]:
     n = ctx.iterations
     return (float(n), " per iteration") if n else (1.0, "")
+
+
+def _device_gaps(account: WaitAccount, device: int) -> pd.DataFrame:
+    return account.gaps[account.gaps["device"] == device]
 
 
 def _busy_share(account: WaitAccount, group: pd.DataFrame) -> float:
@@ -103,6 +172,11 @@ def launch_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     n, per = _per_iteration(ctx)
     acts = ctx.view.acts
     kernels = acts.loc[acts["stage"] == "kernel", ["device", "start_ns", "end_ns"]]
+    forwards = _forwards_per_iteration(ctx)
+    loop = forwards >= params["min_forwards"]
+    outer, _ = ctx.gap_sites
+    in_forward = np.asarray(outer == MODULE_CALL, dtype=bool)
+    outside_ns = float(account.gaps.loc[~in_forward, "launch"].sum()) if loop else 0.0
 
     def draft(device: int, name: str, group: pd.DataFrame, saved: float) -> Draft:
         mine = kernels[kernels["device"] == device]
@@ -117,8 +191,18 @@ def launch_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
             "launches": round(launches / n),
             "kernel_us": gpu / launches / 1e3 if launches else 0.0,
             "host_per_launch_us": host_per_launch / 1e3,
-            "busy_pct": _busy_share(account, group) * 100,
+            "busy_pct": _busy_share(account, _device_gaps(account, device)) * 100,
             "saved_per_ms": saved / n / 1e6,
+            "loop_note": (
+                f" The iteration runs the model's forward {forwards:.0f} times (a decode loop): "
+                f"the saving counts the idle time inside the forwards; the host's own work "
+                f"between them, {outside_ns / n / 1e6:.2f} ms{per} "
+                f"({outside_ns / n / max(forwards, 1.0) / 1e3:.0f} us a forward: sampling, "
+                "stopping criteria, cache bookkeeping), stays: a graph of the forward does not "
+                "remove it."
+                if loop
+                else ""
+            ),
             "graph_note": (
                 f" The program already replays CUDA graphs ({graphs} graph launches beside "
                 f"{account.kernel_launches} kernel launches): capture the rest of the step too, "
@@ -142,9 +226,20 @@ def launch_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
             "kernel_launch_calls": account.kernel_launches,
             "account": _account_json(account, group),
         }
-        return Draft(device, name, saved, values, evidence, details)
+        return Draft(
+            device, name, saved, values, evidence, details,
+            idiom="graph-the-forward" if loop else "",
+        )  # fmt: skip
 
-    return _per_device(LAUNCH_BOUND, rule, ctx, "launch", draft)
+    return _per_device(LAUNCH_BOUND, rule, ctx, "launch", draft, in_forward if loop else None)
+
+
+def _forwards_per_iteration(ctx: ProgramContext) -> float:
+    """Calls of a model's forward (the outermost `Module.__call__`) per iteration: many in one
+    iteration is a loop over the model (a decode loop, one forward per token)."""
+    if not ctx.functions.recorded or not ctx.iterations:
+        return 0.0
+    return ctx.functions.calls(MODULE_CALL) / ctx.iterations
 
 
 # --- CPU-bound ------------------------------------------------------------------------------
@@ -176,15 +271,16 @@ def cpu_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         values = {
             "idle_ms": idle / n / 1e6,
             "per": per,
-            "busy_pct": _busy_share(account, group) * 100,
+            "busy_pct": _busy_share(account, _device_gaps(account, device)) * 100,
             "stretches": "; ".join(words) if words else "no stretch recorded",
             "input_note": (
                 f" {copy_share * 100:.0f}% of that time ends in a host-to-device copy: the host "
                 "is preparing the next input."
-                if copy_share >= 0.25
+                if copy_share >= INPUT_SHARE
                 else ""
             ),
             "saved_per_ms": saved / n / 1e6,
+            "advice": _cpu_advice(ctx, group, copy_share),
         }
         evidence = (
             Evidence("cpu_idle_ns", idle),
@@ -202,6 +298,23 @@ def cpu_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     return _per_device(CPU_BOUND, rule, ctx, "cpu", draft)
 
 
+def _cpu_advice(ctx: ProgramContext, group: pd.DataFrame, copy_share: float) -> str:
+    """The input pipeline's remedies, unless the PyTorch function ranges were recorded and the
+    host's stretches do not end in copies to the GPU: then where the host spends the time (the
+    step's own PyTorch functions, or the program's Python between them) and how to batch it."""
+    if not ctx.functions.recorded or not len(group) or copy_share >= INPUT_SHARE:
+        return INPUT_ADVICE
+    outer, _ = ctx.gap_sites
+    sites = pd.Series(outer, index=ctx.waits.gaps.index).loc[group.index]
+    cpu = group["cpu"].groupby(sites.to_numpy()).sum()
+    own = cpu[[bool(f) and not str(f).startswith("torch.utils.data") for f in cpu.index]]
+    if float(own.sum()) >= STEP_SHARE * float(cpu.sum()) > 0:
+        where = " and ".join(str(f) for f in own.sort_values(ascending=False).index[:2])
+    else:
+        where = OWN_PYTHON
+    return STEP_ADVICE.format(where=where)
+
+
 # --- sync-bound -----------------------------------------------------------------------------
 
 
@@ -212,13 +325,22 @@ def sync_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     api = ctx.session.api_calls
     calls = api[api["is_sync"].astype(bool)] if len(api) and "is_sync" in api else api.iloc[:0]
 
+    # each sync under the program's NVTX range around it (library ranges looked through)
+    where = activity_ranges(calls, ctx.session.nvtx_ranges) if len(calls) else np.array([])
+    one_range = len(set(account.gaps["next_range"].fillna("").astype(str))) <= 1
+
     def draft(device: int, name: str, group: pd.DataFrame, saved: float) -> Draft:
         it = account.iterations
-        mine = calls
+        inside = np.ones(len(calls), dtype=bool) if one_range else where == name
+        mine = calls[inside]
         if ctx.view.lane_devices and "rank" in calls:  # a rank's own syncs
-            mine = calls[rank_of(calls) == device]
+            mine = mine[rank_of(mine) == device]
         names = ", ".join(f"{c} x{k}" for c, k in mine["name"].value_counts().head(3).items())
-        opened = float(it["opened_idle_ns"].sum())
+        opened = (
+            float(it["opened_idle_ns"].sum())
+            if one_range
+            else float(group.loc[group["opened"].astype(bool), "idle_ns"].sum())
+        )
         slack = float(it["slack_ns"].sum())
         values = {
             "sync_calls": round(len(mine) / n),
