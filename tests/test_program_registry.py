@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -50,6 +51,7 @@ HOST_LOOP = "synthetic: allocate, prepare input, copy, launch, replay a graph ev
 # transformers' eager Llama (no NVTX of its own), its GPU work marked as launched inside an NVTX
 # range 'train_step', so the eager-attention finding has a range to name
 LLAMA_IN_A_RANGE = "third_party/llama_big_eager.sqlite.gz, work inside NVTX 'train_step'"
+OPTIM_IN_A_RANGE = "idioms/optim_step, work inside NVTX 'train_step'"
 # Between them, every program analysis finds something (the rule ids each one fires) and gives
 # each of its values (pipeline: pageable copies next to pinned ones, whose bandwidth it
 # measures; train_loader: a DataLoader in the main process, CPU-bound).
@@ -63,6 +65,9 @@ RECORDINGS: dict[str, tuple[str, ...]] = {
     "programs/infer_cnn": ("NSD410", "NSD411"),
     HOST_LOOP: ("NSD404", "NSD406", "NSD407"),
     LLAMA_IN_A_RANGE: ("NSD412",),
+    "idioms/optim_step": ("NSD406", "NSD407", "NSD413"),
+    OPTIM_IN_A_RANGE: ("NSD413",),
+    "idioms/decode.sqlite.gz": ("NSD406",),  # a decode loop: the forwards graphed
 }
 LAUNCH_RULE = "NSD406-launch-bound.toml"
 
@@ -217,9 +222,17 @@ def test_only_rank_imbalance_holds_findings_back() -> None:
 def test_params_of_overlays_the_rule_on_the_defaults_and_refuses_strangers() -> None:
     rule = next(r for r in program_rules() if r.analysis == "launch_bound")
     bare = replace(rule, params={"min_impact": 0.5})
-    assert LAUNCH_BOUND.params_of(bare) == {"graph_node_gap_ns": 1000.0, "min_impact": 0.5}
+    assert LAUNCH_BOUND.params_of(bare) == {
+        "min_forwards": 8.0,
+        "graph_node_gap_ns": 1000.0,
+        "min_impact": 0.5,
+    }
     gapped = replace(rule, params={"graph_node_gap_ns": 3000.0})
-    assert LAUNCH_BOUND.params_of(gapped) == {"graph_node_gap_ns": 3000.0, "min_impact": 0.02}
+    assert LAUNCH_BOUND.params_of(gapped) == {
+        "min_forwards": 8.0,
+        "graph_node_gap_ns": 3000.0,
+        "min_impact": 0.02,
+    }
     with pytest.raises(ValueError, match="no parameter"):
         LAUNCH_BOUND.params_of(replace(rule, params={"odd": 1.0}))
 
@@ -255,20 +268,22 @@ def test_a_missing_params_key_takes_the_default_and_the_analysis_runs_with_it(
 ) -> None:
     session = nsdiag.load(DATA / "nsys/tiny_burst.sqlite.gz")
     shipped = next(r for r in program_rules() if r.analysis == "launch_bound")
-    (before,) = diagnose(session, [shipped]).program_findings
+    before = diagnose(session, [shipped]).program_findings
     # A default unlike the shipped rule's value, so that a literal left at a call site shows.
     monkeypatch.setitem(LAUNCH_BOUND.params, "graph_node_gap_ns", Param(5000, "patched"))
     _launch_rule(tmp_path, "graph_node_gap_ns = 1000\n", "")
     (rule,) = load_rules(tmp_path)
-    assert rule.params == {"min_impact": 0.02, "graph_node_gap_ns": 5000.0}
-    (after,) = diagnose(session, [rule]).program_findings
-    assert after.rule == before.rule == "NSD406"
-    # The same launch-bound idle time, less 5 us instead of 1 us per idle gap (2000 of them).
-    idle = before.details["launch_idle_ns"]
-    assert after.details["launch_idle_ns"] == idle
-    assert before.saved_ns == pytest.approx(idle - 2000 * 1000, abs=1.0)
-    assert after.saved_ns == pytest.approx(idle - 2000 * 5000, abs=1.0)
-    assert f"{after.saved_ns / 1e6:.2f} ms" in after.message
+    assert rule.params == {"min_impact": 0.02, "graph_node_gap_ns": 5000.0, "min_forwards": 8.0}
+    after = diagnose(session, [rule]).program_findings
+    assert {f.rule for f in after} == {f.rule for f in before} == {"NSD406"}
+    assert [f.range for f in after] == [f.range for f in before]
+    # The same launch-bound idle time, less 5 us instead of 1 us per idle gap (1999 of them in
+    # tiny_burst's range, which alone is large enough to report).
+    idle = sum(f.details["launch_idle_ns"] for f in before)
+    assert sum(f.details["launch_idle_ns"] for f in after) == idle
+    assert sum(f.saved_ns or 0.0 for f in before) == pytest.approx(idle - 1999 * 1000, abs=1.0)
+    assert sum(f.saved_ns or 0.0 for f in after) == pytest.approx(idle - 1999 * 5000, abs=1.0)
+    assert all(f"{f.saved_ns / 1e6:.2f} ms" in f.message for f in after if f.saved_ns)
 
 
 # ---------------------------------------------------------------- on real recordings
@@ -309,6 +324,26 @@ def _load(name: str, tmp_path_factory: pytest.TempPathFactory) -> nsdiag.Session
     if name == LLAMA_IN_A_RANGE:
         session = nsdiag.load(DATA / "third_party/llama_big_eager.sqlite.gz")
         return replace(session, timeline=session.timeline.assign(nvtx_range="train_step"))
+    if name == OPTIM_IN_A_RANGE:  # one program range around the whole run, on its main thread
+        session = nsdiag.load(DATA / "idioms/optim_step")
+        nvtx = session.nvtx_ranges
+        main = nvtx.iloc[0]
+        outer = nvtx.iloc[:1].assign(
+            name="train_step",
+            domain="",
+            depth=0,
+            start_ns=int(session.timeline["start_ns"].min()) - 1,
+            end_ns=int(session.timeline["end_ns"].max()) + 1,
+            thread_id=main["thread_id"],
+            process_id=main["process_id"],
+        )
+        outer["duration_ns"] = outer["end_ns"] - outer["start_ns"]
+        ranges = pd.concat([outer, nvtx.assign(depth=nvtx["depth"] + 1)], ignore_index=True)
+        return replace(
+            session,
+            nvtx_ranges=ranges,
+            timeline=session.timeline.assign(nvtx_range="train_step"),
+        )
     return nsdiag.load(DATA / name)
 
 

@@ -79,9 +79,9 @@ def diagnose_with_account(
 
 def check_host_wait_is_disjoint(diagnosis: Diagnosis, waits: WaitAccount) -> dict[int, float]:
     """Every idle nanosecond of the account is in one column (a category or the syncs' claim),
-    each host-wait finding saves its own column(s) of one lane (NSD406 less the graph's node gap
-    per idle gap it touches), and on no lane do the four findings save more than its idle time.
-    Returns the four findings' saving per lane."""
+    each host-wait analysis saves its own column(s) of one lane in all its findings there (one
+    per NVTX range; NSD406 less the graph's node gap per idle gap it touches), and on no lane do
+    the four analyses save more than its idle time. Returns the four analyses' saving per lane."""
     gap = find_rule("NSD406").params["graph_node_gap_ns"]
     gaps = waits.gaps
     columns = [*CATEGORIES, "sync_ns"]
@@ -89,21 +89,28 @@ def check_host_wait_is_disjoint(diagnosis: Diagnosis, waits: WaitAccount) -> dic
     np.testing.assert_allclose(gaps[columns].sum(axis=1), gaps["idle_ns"], rtol=1e-9, atol=1e-3)
     lanes = {int(lane): group for lane, group in gaps.groupby("device")}
     saved: dict[int, float] = dict.fromkeys(lanes, 0.0)
-    seen: set[tuple[str, int]] = set()
+    by_rule: dict[tuple[str, int], float] = {}
     for finding in diagnosis.program_findings:
         if finding.rule not in HOST_WAIT:
             continue
         lane = _lane_of(finding, lanes)
-        assert (finding.rule, lane) not in seen, "one finding per lane and analysis"
-        seen.add((finding.rule, lane))
+        by_rule[(finding.rule, lane)] = by_rule.get((finding.rule, lane), 0.0) + float(
+            finding.saved_ns or 0.0
+        )
+    ranges = {f.range for f in diagnosis.program_findings if f.rule in HOST_WAIT}
+    for (rule, lane), total in by_rule.items():
         group = lanes[lane]
-        own = float(group[list(HOST_WAIT[finding.rule])].sum().sum())
-        if finding.rule == "NSD406":
+        own = float(group[list(HOST_WAIT[rule])].sum().sum())
+        # a range too small to report alone is left out, and the optimizer's steps (NSD413)
+        # may hold some of launch-bound's and CPU-bound's time: at most the lane's column(s)
+        if rule == "NSD406":
             touched = int((group["launch"] > 0).sum())
-            assert finding.saved_ns == pytest.approx(max(own - gap * touched, 0.0), abs=1.0)
+            assert total <= max(own - gap * touched, 0.0) + 1.0
+        elif ranges:
+            assert total <= own + 1.0
         else:
-            assert finding.saved_ns == pytest.approx(own, rel=1e-9, abs=1.0)
-        saved[lane] += finding.saved_ns
+            assert total == pytest.approx(own, rel=1e-9, abs=1.0)
+        saved[lane] += total
     for lane, group in lanes.items():
         assert saved[lane] <= float(group["idle_ns"].sum()) + 1.0, lane
     return saved
@@ -276,8 +283,9 @@ def test_tiny_burst_is_launch_bound_and_batched_is_not(recordings: dict, account
     assert f.details["launches"] == 2001  # the device's kernels in the region: 2000 + batched's 1
     assert f.details["launch_idle_ns"] > 10 * f.details["gpu_busy_ns"]
     assert f.details["graph_launches"] == 0 and "CUDA graphs (" not in f.message
-    # A graph still leaves graph_node_gap_ns (1 us) in each of the 2000 gaps between launches.
-    assert f.saved_ns == pytest.approx(f.details["launch_idle_ns"] - 2000 * 1000, abs=1.0)
+    # A graph still leaves graph_node_gap_ns (1 us) in each of the range's 1999 gaps between
+    # launches (the gap before batched's launch is batched's, too small to report alone).
+    assert f.saved_ns == pytest.approx(f.details["launch_idle_ns"] - 1999 * 1000, abs=1.0)
     assert 0.8 < f.impact < 1.0  # of the 30 ms the two ranges cover
     # The launch-bound idle time ends in the burst; batched's one kernel ends 0.5% of it.
     gaps = accounts["tiny_burst"].gaps
@@ -296,8 +304,9 @@ def test_sync_every_op_is_sync_heavy_and_sync_once_is_not(recordings: dict, acco
     # one finding; the syncs' share of the idle time is sync-heavy's, taken out of it first.
     assert {cause for cause, _ in found(d)} == {"sync-heavy", "launch-bound"}
     f = by(d, "sync-heavy", "sync_every_op")
-    # 500 in sync_every_op, 1 in sync_once, 2 between the ranges.
-    assert f.details["sync_calls"] == 503 and "cudaDeviceSynchronize x503" in f.message
+    # its own 500: sync_once's one and the 2 between the ranges are not sync_every_op's
+    # (issue 39: a range's syncs were once credited to another range)
+    assert f.details["sync_calls"] == 500 and "cudaDeviceSynchronize x500" in f.message
     # What dropping the syncs saves: sync_every_op would run at sync_once's pace, 7.2 ms less.
     walls = session.nvtx_ranges.set_index("name")["duration_ns"]
     faster = float(walls["sync_every_op"] - walls["sync_once"])
@@ -307,7 +316,7 @@ def test_sync_every_op_is_sync_heavy_and_sync_once_is_not(recordings: dict, acco
     # The syncs' claim lies in the gaps sync_every_op's syncs drained; sync_once's one sync
     # claims almost nothing.
     claimed = accounts["sync_heavy"].gaps.groupby("next_range")["sync_ns"].sum()
-    assert claimed.sum() == pytest.approx(f.saved_ns, rel=1e-9)
+    assert claimed["sync_every_op"] == pytest.approx(f.saved_ns, rel=1e-9)
     assert claimed["sync_once"] < 0.02 * claimed["sync_every_op"]
 
 

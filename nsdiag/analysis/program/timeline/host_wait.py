@@ -73,8 +73,9 @@ def _per_device(
     """Findings per device whose `column` of the wait account reaches min_impact, one per NVTX
     range its idle time lies in (the range of the work that ended each gap): a range's evidence
     is its own gaps' (a program whose syncs are all in one phase gets the finding there, not in
-    the phase with most idle time). Ranges too small to report alone share one finding, named
-    after the largest of them. Where the lanes are ranks, the lane that would save most: the
+    the phase with most idle time). A range too small to report alone is left out (its twin in
+    another range may be the one to fix), unless no range is large enough alone: then the
+    device's idle time is one finding, under its largest range. Where the lanes are ranks, the lane that would save most: the
     ranks step in lockstep, so a change made on every rank saves about the largest lane's part,
     not the sum; and the late rank's CPU-bound and other idle time is the rank-imbalance
     finding's (NSD420 names its cause), not counted again here. The idle time a per-parameter
@@ -114,8 +115,8 @@ def _by_range(
     group: pd.DataFrame,
     column: str,
 ) -> list[tuple[str, pd.DataFrame]]:
-    """A device's gaps per NVTX range whose saving reaches min_impact, most first, and the rest
-    together under the name of the largest of them."""
+    """A device's gaps per NVTX range whose saving reaches min_impact, most first; where none
+    does (the device's total did), all of them under the name of the largest."""
     ranges = group["next_range"].fillna("").astype(str)
     parts = sorted(
         ((str(name), part) for name, part in group.groupby(ranges, sort=False)),
@@ -129,11 +130,8 @@ def _by_range(
         )
     ]
     rest = [(name, part) for name, part in parts if name not in {n for n, _ in alone}]
-    if rest:
-        merged = pd.concat([part for _, part in rest])
-        saved = _saving(analysis, params, merged, float(merged[column].sum()))
-        if worth_reporting(ctx, saved, params["min_impact"]) or not alone:
-            alone.append((rest[0][0], merged))
+    if not alone and rest:  # spread thin: the device's total under its largest range
+        alone.append((rest[0][0], pd.concat([part for _, part in rest])))
     return alone
 
 
@@ -224,7 +222,7 @@ def launch_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
             "gpu_busy_ns": gpu,
             "graph_launches": graphs,
             "kernel_launch_calls": account.kernel_launches,
-            "account": _account_json(account, group),
+            "account": _account_json(account, _device_gaps(account, device)),
         }
         return Draft(
             device, name, saved, values, evidence, details,
@@ -291,7 +289,7 @@ def cpu_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         details = {
             "cpu_idle_ns": idle,
             "longest_stretches": records(stretches.head(3)),
-            "account": _account_json(account, group),
+            "account": _account_json(account, _device_gaps(account, device)),
         }
         return Draft(device, name, saved, values, evidence, details)
 
@@ -361,7 +359,7 @@ def sync_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
             "idle_after_syncs_ns": opened,
             "host_slack_ns": slack,
             "host_blocked_ns": float(it["blocked_ns"].sum()),
-            "account": _account_json(account, group),
+            "account": _account_json(account, _device_gaps(account, device)),
         }
         return Draft(device, name, saved, values, evidence, details)
 
@@ -400,7 +398,7 @@ def idle_other(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
             share(ctx, saved, params["min_impact"]),
         )
         details = {**{f"{k}_idle_ns": v for k, v in parts.items()},
-                   "account": _account_json(account, group)}  # fmt: skip
+                   "account": _account_json(account, _device_gaps(account, device))}  # fmt: skip
         return Draft(device, name, saved, values, evidence, details)
 
     return _per_device(IDLE_OTHER, rule, ctx, "other", draft)

@@ -117,8 +117,12 @@ def per_parameter_optimizer(rule: RuleSpec, ctx: ProgramContext) -> list[Finding
         Evidence("step_idle_ns", steps.idle_ns),
         share(ctx, steps.saved_ns, params["min_impact"]),
     )  # fmt: skip
-    devices = ctx.waits.gaps.loc[steps.claimed, "device"]
-    device = int(devices.mode().iloc[0]) if len(devices) else 0
+    claimed = ctx.waits.gaps.loc[steps.claimed]
+    device = int(claimed["device"].mode().iloc[0]) if len(claimed) else 0
+    # the program's NVTX range the steps ran in (a `train_step` around the whole step)
+    ranges = claimed["next_range"].fillna("").astype(str)
+    ranges = ranges[ranges != ""]
+    where = str(ranges.mode().iloc[0]) if len(ranges) else ""
     details = {
         "function": steps.function,
         "calls": steps.calls,
@@ -128,7 +132,7 @@ def per_parameter_optimizer(rule: RuleSpec, ctx: ProgramContext) -> list[Finding
         "idle_ns": steps.idle_ns,
         "fused_step_host_ns": FUSED_STEP_HOST_NS,
     }
-    draft = Draft(device, "", steps.saved_ns, values, evidence, details)
+    draft = Draft(device, where, steps.saved_ns, values, evidence, details)
     return [make_finding(PER_PARAMETER_OPTIMIZER, rule, ctx, draft)]
 
 
