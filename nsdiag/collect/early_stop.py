@@ -54,27 +54,28 @@ def stop_condition(expected: int, wanted: Sequence[Signature]) -> Callable[[int,
     return done
 
 
-END_COLUMN = "_end_ns"  # kernel_launches' end times, added once per plan (with_ends)
-
-
-def with_ends(launches: pd.DataFrame) -> pd.DataFrame:
-    """The launches with their end times in a column, so that `reach` (asked for every run the
-    planner weighs) does not convert them each time."""
-    if END_COLUMN in launches or "start_ns" not in launches:
-        return launches
-    start = pd.to_numeric(launches["start_ns"], errors="coerce")
-    ends = start + pd.to_numeric(launches["duration_ns"], errors="coerce").fillna(0.0)
-    return launches.assign(**{END_COLUMN: ends.to_numpy(dtype=float)})
-
-
 def reach(launches: pd.DataFrame, positions: Sequence[int]) -> float:
     """The share of phase 1's run that passes before the last of these launches (positions in
     launch order) ends: 1 when unknown. Timeline times count from the start of the recording,
     so the program's start-up is inside the share."""
-    if not len(positions) or "start_ns" not in launches:
+    if "start_ns" not in launches:
         return 1.0
-    ends = with_ends(launches)[END_COLUMN].to_numpy()
-    last, end = float(np.nanmax(ends[list(positions)])), float(np.nanmax(ends))
+    start = pd.to_numeric(launches["start_ns"], errors="coerce")
+    ends = start + pd.to_numeric(launches["duration_ns"], errors="coerce").fillna(0.0)
+    array = ends.to_numpy(dtype=float)
+    finite = array[np.isfinite(array)]
+    return reach_of(array, positions, float(finite.max()) if len(finite) else float("nan"))
+
+
+def reach_of(ends: np.ndarray, positions: Sequence[int] | np.ndarray, end: float) -> float:
+    """`reach` on the launches' end times (ns, NaN unknown) and the latest of them, as the
+    planner keeps them (launch_codes.Codes)."""
+    if not len(positions) or not len(ends):
+        return 1.0
+    chosen = ends[np.asarray(positions)]
+    if np.isnan(chosen).all():
+        return 1.0
+    last = float(np.nanmax(chosen))
     if not end > 0 or last != last:  # NaN: times unknown
         return 1.0
     return min(max(last / end, MIN_REACH), 1.0)
