@@ -110,13 +110,7 @@ def _plan(
     ahead_s = _ahead_s(state)
 
     def estimate(p: Plan) -> cost.Estimate:
-        return cost.estimate(
-            sections,
-            program_s,
-            [r.launches for r in p.rounds],
-            reach=[r.reach for r in p.rounds],
-            ahead_s=ahead_s,
-        )
+        return of_rounds(sections, program_s, p.rounds, ahead_s)
 
     whole = estimate(whole_plan)
     plan: Plan | None = whole_plan
@@ -141,6 +135,21 @@ def _plan(
     state.status.save(state.sd)
     state.progress.note(_estimate_note(kept, whole, fitted))
     return plan
+
+
+def of_rounds(
+    sections: str, program_s: float, rounds: Sequence[Round], ahead_s: float = 0.0
+) -> cost.Estimate:
+    """The estimate of these planned runs: the program up to each one's last planned launch,
+    the launches it intercepts until then, its profiled launches."""
+    return cost.estimate(
+        sections,
+        program_s,
+        [r.launches for r in rounds],
+        reach=[r.reach for r in rounds],
+        ahead_s=ahead_s,
+        intercepted=[r.intercepted for r in rounds],
+    )
 
 
 def _ahead_s(state: RunState) -> float:
@@ -178,10 +187,7 @@ def _run_rounds(
     with_sections: Callable[[int, Round], Sequence[str]],
 ) -> None:
     """Each round in turn, the estimate of the rest revised by how the finished ones went."""
-    estimated = [
-        cost.estimate(sections, program_s, [r.launches], reach=[r.reach]).runs_s
-        for r in plan.rounds
-    ]
+    estimated = [of_rounds(sections, program_s, [r]).runs_s for r in plan.rounds]
     spent = 0.0
     for i, r in enumerate(plan.rounds, start=1):
         # the next round's program starts beside this one, held at its first CUDA call
@@ -190,7 +196,7 @@ def _run_rounds(
             if state.standby is not None and i < len(plan.rounds)
             else None
         )
-        spent += _run_round(state, i, r, sections, with_sections, plan.total_launches)
+        spent += _run_round(state, i, r, sections, with_sections, r.intercepted)
         if following is not None:
             state.standby = following
         if i < len(plan.rounds):

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from nsdiag.collect import launch_codes
+from nsdiag.collect.cost import SECONDS_PER_INTERCEPTED
 from nsdiag.collect.cost import SECONDS_PER_LAUNCH as SECONDS_PER_LAUNCH  # measured: cost.py
 from nsdiag.collect.early_stop import reach_of
 from nsdiag.model.launches import Signature
@@ -49,6 +50,9 @@ class Round:
     # matching (and counting per configuration); the region's first launch, so that one run with
     # --launch-count 1 reaches every signature the region's first iteration launches
     skip_before_match: int = 0
+    # launches ncu intercepts in the run: every launch up to its last planned one (all of them
+    # with --run-to-end), each costing SECONDS_PER_INTERCEPTED whether profiled or not
+    intercepted: int = 0
 
 
 # What leaving a chosen signature unprofiled costs, in runs of the program per share of GPU time:
@@ -73,6 +77,7 @@ class PlanSettings:
     max_rounds: int = 3
     program_s: float = 10.0  # one run of the program outside ncu (phase 1 measures it)
     seconds_per_launch: float = SECONDS_PER_LAUNCH["rules"]
+    seconds_per_intercepted: float = SECONDS_PER_INTERCEPTED
     key_has_name: bool = LAUNCH_CONFIG_KEY_HAS_NAME
     end_early: bool = True  # a run ends after its last planned launch (early_stop.py)
     # --launch-skip-before-match candidates: only where ncu counts the launches phase 1 lists
@@ -181,8 +186,23 @@ def round_for(
     expected = int(np.clip(seen.sizes - skip, 0, count).sum())
     chosen = seen.positions[(seen.rank >= skip) & (seen.rank < skip + count)]
     coded = codes(launches)
-    share = reach_of(coded.end, chosen, coded.last_end) if settings.end_early else 1.0
-    return Round(tuple(sorted(names)), count, wanted, expected, (), profiled, skip, share, after)
+    if settings.end_early:
+        share = reach_of(coded.end, chosen, coded.last_end)
+        intercepted = int(chosen.max()) + 1 if len(chosen) else len(launches)
+    else:
+        share, intercepted = 1.0, len(launches)
+    return Round(
+        tuple(sorted(names)),
+        count,
+        wanted,
+        expected,
+        (),
+        profiled,
+        skip,
+        share,
+        after,
+        intercepted,
+    )
 
 
 def launch_positions(
@@ -214,8 +234,13 @@ def _skips(
 
 def round_s(r: Round, settings: PlanSettings) -> float:
     """A run's estimated seconds: the program's own run time up to its last planned launch (to
-    the end with --run-to-end) plus each profiled launch."""
-    return settings.program_s * r.reach + r.launches * settings.seconds_per_launch
+    the end with --run-to-end), ncu's interception of every launch until then, and each
+    profiled launch's replay."""
+    return (
+        settings.program_s * r.reach
+        + r.intercepted * settings.seconds_per_intercepted
+        + r.launches * settings.seconds_per_launch
+    )
 
 
 def _unprofiled_s(left: Sequence[Signature], settings: PlanSettings) -> float:
