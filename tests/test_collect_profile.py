@@ -375,3 +375,46 @@ def test_the_start_up_before_the_first_cuda_call_is_read_off_the_timeline() -> N
     assert _first_cuda_call_s(session) == pytest.approx(17.187, abs=0.01)
     session.api_calls = session.api_calls.iloc[:0]
     assert _first_cuda_call_s(session) == 0.0
+
+
+def test_phase_1_runs_again_without_pytorch_ranges_when_they_break_the_program(
+    fakes: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nsys's --pytorch=functions-trace breaks torch.compile (dynamo cannot import nsys's
+    annotation module): phase 1 is recorded once more without it, the session says so, and the
+    profile goes on as for any program."""
+    from nsdiag.collect import program
+
+    monkeypatch.setattr(program, "runs_pytorch", lambda argv: True)
+    monkeypatch.setenv("FAKE_NSYS", "compile")
+    notes: list[str] = []
+
+    class Recorder(NullProgress):
+        def note(self, text: str) -> None:
+            notes.append(text)
+
+    result = profile([str(fakes["script"])], options(fakes, tmp_path), Recorder())
+    runs = [c for c in calls(fakes) if c[:2] == ["nsys", "profile"]]
+    assert len(runs) == 2 and argv.PYTORCH_FUNCTIONS in runs[0]
+    assert argv.PYTORCH_FUNCTIONS not in runs[1] and runs[1][2:] == [
+        a for a in runs[0][2:] if a != argv.PYTORCH_FUNCTIONS
+    ]
+    assert any("recording the timeline again without PyTorch function ranges" in n for n in notes)
+    status = json.loads((result.session_dir / "status.json").read_text())
+    ranges = status["pytorch_ranges"]
+    assert ranges["asked"] is True and ranges["recorded"] is False
+    assert "nsys_nvtx_annotations" in ranges["reason"] and ranges["log"].endswith("1-timeline.log")
+    steps = [s["name"] for s in status["steps"]]
+    assert steps[:3] == ["1-timeline", "1-timeline-without-pytorch", "1-timeline-export"]
+    assert status["breakdown"]["timeline_s"] == status["steps"][1]["wall_s"]
+    assert status["error"] is None and len(nsdiag.load(result.session_dir).kernels) > 0
+    # a program that fails for its own reasons under nsys is not run again
+    fakes["calls"].unlink()
+    monkeypatch.setenv("FAKE_NSYS", "ok")
+    with pytest.raises(ProfilerError, match="exited with code 5 during the timeline run"):
+        profile([str(fakes["script"]), "5"], options(fakes, tmp_path / "again"))
+    assert len([c for c in calls(fakes) if c[:2] == ["nsys", "profile"]]) == 1
+    fakes["calls"].unlink()
+    ok = profile([str(fakes["script"])], options(fakes, tmp_path / "ok"))
+    status = json.loads((ok.session_dir / "status.json").read_text())
+    assert status["pytorch_ranges"] == {"asked": True, "recorded": True}

@@ -50,6 +50,7 @@ class RunState:
     standby: Standby | None = None  # the next targeted run's program, started ahead (standby.py)
     standbys: list[Standby] = field(default_factory=list)  # every one started: all are ended
     first_cuda_s: float = 0.0  # phase 1: the program's start-up before its first CUDA call
+    timeline_step: str = "1-timeline"  # phase 1's nsys run that recorded the timeline
     metric_listing: Future[str | None] | None = None  # `ncu --query-metrics`, run beside phase 1
 
     @contextlib.contextmanager

@@ -69,6 +69,10 @@ PROBLEMS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    # nsys's --pytorch=functions-trace breaks torch.compile: dynamo traces into the module nsys
+    # injects and cannot import it (nsys 2025.3.1 on the H200, generate() with a static cache:
+    # tests/data/idioms/logs/tl_decode_static.log); plain nsys records the program
+    ("pytorch-annotations", re.compile(r"No module named '?nsys_nvtx_annotations")),
     ("app-error", re.compile(r"application returned an error code \((?P<code>-?\d+)\)", re.I)),
     (
         "usage",
