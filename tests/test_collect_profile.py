@@ -33,6 +33,23 @@ def options(fakes: dict[str, Path], tmp_path: Path, **kw: object) -> ProfileOpti
     return ProfileOptions(**{**settings, **kw})
 
 
+def two_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every plan made of two rounds: its first, and the same again as round 2."""
+    from dataclasses import replace
+
+    from nsdiag.collect import phase2
+
+    real = phase2.plan_launches
+
+    def two(launches, settings, argv_for=None, chosen=None):  # type: ignore[no-untyped-def]
+        plan = real(launches, settings, argv_for, chosen)
+        first = plan.rounds[0]
+        second = replace(first, argv=tuple(argv_for(2, first, plan.name_base)))
+        return replace(plan, rounds=(first, second))
+
+    monkeypatch.setattr(phase2, "plan_launches", two)
+
+
 def test_profile_end_to_end_with_fakes(fakes: dict[str, Path], tmp_path: Path) -> None:
     notes: list[str] = []
 
@@ -135,19 +152,7 @@ def test_each_round_attaches_to_a_program_started_during_the_one_before(
 ) -> None:
     """A plan of two ncu runs: the second run's program starts (and waits) while the first
     runs, so neither pays the program's start-up after phase 1."""
-    from dataclasses import replace
-
-    from nsdiag.collect import phase2
-
-    real = phase2.plan_launches
-
-    def two_rounds(launches, settings, argv_for=None, chosen=None):  # type: ignore[no-untyped-def]
-        plan = real(launches, settings, argv_for, chosen)
-        first = plan.rounds[0]
-        second = replace(first, argv=tuple(argv_for(2, first, plan.name_base)))
-        return replace(plan, rounds=(first, second))
-
-    monkeypatch.setattr(phase2, "plan_launches", two_rounds)
+    two_rounds(monkeypatch)
     result = profile([str(fakes["script"]), "0"], options(fakes, tmp_path))
     launched = [c for c in calls(fakes, launched=True) if c[:2] == ["--mode", "launch"]]
     ports = [c[c.index("--port") + 1] for c in launched]

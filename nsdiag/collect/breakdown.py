@@ -42,7 +42,9 @@ def _ncu_run(step: Mapping[str, Any]) -> dict[str, Any]:
     if step.get("intercepted") is not None:
         run["launches_intercepted"] = step["intercepted"]
     if step.get("ended_early"):
-        run["ended_early"] = True  # the program was ended after its last planned launch
+        run["ended_early"] = True  # nsdiag ended the program before its end
+        if step.get("ended_by"):  # planned, stalled or limit (collect/watch.py)
+            run["ended_by"] = step["ended_by"]
     if step.get("attached_after_s") is not None:
         run["attached_after_s"] = step["attached_after_s"]  # its program started in phase 1
     passes = step.get("passes")
