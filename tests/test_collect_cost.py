@@ -13,6 +13,7 @@ import pytest
 
 import nsdiag
 from nsdiag.collect import breakdown, budget, cost, plan, rounds
+from nsdiag.collect.phase1 import mark_region
 from nsdiag.collect.runner import _PROGRESS
 from nsdiag.model.launches import kernel_launches
 from nsdiag.readers.session_folder import read_status, status_warnings
@@ -101,6 +102,53 @@ def test_the_program_run_ahead_is_taken_off_the_estimate() -> None:
     assert cost.estimate("rules", 15.0, [10], ahead_s=60.0).runs_s == pytest.approx(plain.replay_s)
 
 
+def test_launches_ncu_intercepts_are_priced_in_the_estimate() -> None:
+    """Every launch up to a run's last planned one costs ncu's interception (the probe on the
+    H200: ~0.25 ms a launch with the plan's filter), profiled or not."""
+    e = cost.estimate("rules", 10.0, [30, 8], reach=[0.5, 0.5], intercepted=[20_000, 4_000])
+    assert e.intercepted == 24_000
+    assert e.intercept_s == pytest.approx(24_000 * cost.SECONDS_PER_INTERCEPTED) == 6.0
+    assert e.runs_s == pytest.approx(1.0 * 10.0 + 6.0 + 38 * cost.SECONDS_PER_LAUNCH["rules"])
+    assert "+ 24,000 launches intercepted x 0.25 ms" in e.describe()
+    assert e.to_json()["intercepted"] == 24_000 and e.to_json()["intercept_s"] == 6.0
+    plain = cost.estimate("rules", 10.0, [30, 8], reach=[0.5, 0.5])
+    assert "intercepted" not in plain.describe() and "intercepted" not in plain.to_json()
+
+
+def test_seconds_per_intercepted_launch_is_what_the_probe_measured() -> None:
+    """tools/probes/probe_ncu_filter_cost.sh: GPT-2 generate() per request plain and under ncu
+    with the plan's filter of mangled names matching none of its launches; 27,274 launches a
+    request (the steady period of tests/data/idioms/decode.sqlite.gz)."""
+    log = (DATA / "idioms/logs/probe_filter_decode.log").read_text()
+    found = re.findall(r'^decode (\w+) rc=0 .*"median_ms": ([\d.]+)', log, re.M)
+    median = {variant: float(ms) / 1e3 for variant, ms in found}
+    per_launch = (median["mangled"] - median["plain"]) / 27_274
+    assert per_launch == pytest.approx(cost.SECONDS_PER_INTERCEPTED, rel=0.1)
+    assert median["trivial"] < median["mangled"] < median["function"]  # what the filter costs
+
+
+def test_the_planner_prefers_runs_that_reach_their_launches_sooner() -> None:
+    """The ViT-S step with foreach=False AdamW (~2,000 launches a step): without the
+    interception's price the plan counted 96 launches into each configuration and intercepted
+    16,547 launches; priced, it starts counting at the region's first launch and reaches more
+    of the GPU time after 4,314."""
+    session = nsdiag.load(DATA / "idioms/optim_nsys_only.sqlite.gz")
+    marked, _, _ = mark_region(session, kernel_launches(session.timeline), "auto", None)
+
+    def first(seconds_per_intercepted: float) -> rounds.Round:
+        settings = rounds.PlanSettings(
+            program_s=10.0, seconds_per_intercepted=seconds_per_intercepted
+        )
+        p = plan.plan_launches(marked, settings)
+        assert len(p.rounds) == 1
+        return p.rounds[0]
+
+    free, priced = first(0.0), first(cost.SECONDS_PER_INTERCEPTED)
+    assert priced.intercepted < free.intercepted / 2
+    assert priced.skip_before_match > 0 and priced.launch_skip == 0 < free.launch_skip
+    assert len(priced.wanted) >= len(free.wanted)
+
+
 # Ten kernels launched once each, the first the most expensive: one signature each.
 TEN = timeline([(f"void k{i}()", f"k{i}", G1, B, 1000.0 - 50 * i) for i in range(10)])
 SETTINGS = rounds.PlanSettings(coverage=1.0, program_s=5.0)
@@ -111,7 +159,12 @@ def _fit(budget_s: float) -> tuple[plan.Plan, budget.Fitted]:
     whole = plan.plan_launches(launches, SETTINGS)
 
     def estimate(p: plan.Plan) -> cost.Estimate:
-        return cost.estimate("rules", SETTINGS.program_s, [r.launches for r in p.rounds])
+        return cost.estimate(
+            "rules",
+            SETTINGS.program_s,
+            [r.launches for r in p.rounds],
+            intercepted=[r.intercepted for r in p.rounds],
+        )
 
     def replan(chosen: object) -> plan.Plan:
         return plan.plan_launches(launches, SETTINGS, None, chosen)  # type: ignore[arg-type]

@@ -1,5 +1,6 @@
 """Ending a targeted ncu run once its planned launches are profiled (collect/early_stop.py,
-runner.end_early), and pricing runs by where their last planned launch falls."""
+runner.end_early, the watch's first condition: tests/test_collect_watch.py has the others), and
+pricing runs by where their last planned launch falls."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from nsdiag.collect import early_stop, runner
 from nsdiag.collect.profile import profile
+from nsdiag.collect.watch import Watch
 from nsdiag.model.launches import Signature
 from tests.test_collect_profile import options
 
@@ -41,18 +43,6 @@ def test_a_printed_name_matches_any_of_a_signatures_names_and_ncus_cut_form() ->
     add = sig("vectorized_elementwise_kernel", mangled="_ZN2at6native29vectorized_elementwise")
     assert early_stop.printed_as(add, "_ZN2at6native29vectorized_elementwise")  # mangled base
     assert early_stop.printed_as(add, "vectorized_elementwise_kernel")  # function base
-
-
-def test_the_run_ends_only_with_every_wanted_kernel_seen_and_the_count_reached() -> None:
-    a, b = sig("kernel_a"), sig("kernel_b")
-    done = early_stop.stop_condition(3, [a, b])
-    assert not done(1, "kernel_a")
-    assert not done(2, "kernel_a")  # b not yet seen
-    assert not done(3, "kernel_a")
-    assert done(4, "kernel_b")
-    # a run whose launches differ from phase 1's never meets it
-    other = early_stop.stop_condition(2, [a])
-    assert not any(other(n, "kernel_z") for n in range(1, 50))
 
 
 def test_reach_is_the_share_of_the_run_before_the_last_planned_launch_ends() -> None:
@@ -90,10 +80,11 @@ def test_the_runner_ends_a_run_once_told_and_the_child_keeps_its_report(tmp_path
     result = runner.run(
         [sys.executable, str(script), str(report)],
         tmp_path / "run.log",
-        stop_when=early_stop.stop_condition(4, [sig("kernel_0"), sig("kernel_1")]),
+        watch=Watch(4, [sig("kernel_0"), sig("kernel_1")], [], 0.5),
     )
     assert time.monotonic() - start < 20  # not the 50 s the child would run
     assert result.stopped_early and result.ok and runner.failure(result, "the run") is None
+    assert result.ending is not None and result.ending.kind == "planned"
     assert 4 <= result.profiled < 20
     assert report.read_text() == "report written"  # SIGTERM, not SIGKILL: the report is kept
     assert "ending the run" in (tmp_path / "run.log").read_text()

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 import nsdiag
 from nsdiag.collect import argv as cmd
-from nsdiag.collect import (
-    plan,
-    rounds,
-)
+from nsdiag.collect import cost, plan, rounds
 from tests.conftest import (
     DATA,
     G1,
@@ -36,10 +35,11 @@ def test_plan_covers_a_template_variant_behind_another() -> None:
         "void norm(float *)",
     }
     assert p.uncovered == () and p.launches == 5 and p.total_launches == 6
-    assert (
-        p.estimated_s == 5.0 + 5 * 1.0
-        and p.full_estimated_s == 5.0 + 6 * rounds.SECONDS_PER_LAUNCH["full"]
+    # the program, ncu's interception of the 6 launches up to the last planned one, 5 replays
+    assert p.rounds[0].intercepted == 6 and p.estimated_s == pytest.approx(
+        5.0 + 6 * cost.SECONDS_PER_INTERCEPTED + 5 * 1.0
     )
+    assert p.full_estimated_s == 5.0 + 6 * rounds.SECONDS_PER_LAUNCH["full"]
     # counting 2 per shape also reaches ew<Fill> and the second gemm shape: every signature
     assert p.planned_share == 1.0 and len(p.rounds[0].profiled) == 5
     json.dumps(plan.describe(p))

@@ -33,6 +33,23 @@ def options(fakes: dict[str, Path], tmp_path: Path, **kw: object) -> ProfileOpti
     return ProfileOptions(**{**settings, **kw})
 
 
+def two_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every plan made of two rounds: its first, and the same again as round 2."""
+    from dataclasses import replace
+
+    from nsdiag.collect import phase2
+
+    real = phase2.plan_launches
+
+    def two(launches, settings, argv_for=None, chosen=None):  # type: ignore[no-untyped-def]
+        plan = real(launches, settings, argv_for, chosen)
+        first = plan.rounds[0]
+        second = replace(first, argv=tuple(argv_for(2, first, plan.name_base)))
+        return replace(plan, rounds=(first, second))
+
+    monkeypatch.setattr(phase2, "plan_launches", two)
+
+
 def test_profile_end_to_end_with_fakes(fakes: dict[str, Path], tmp_path: Path) -> None:
     notes: list[str] = []
 
@@ -135,19 +152,7 @@ def test_each_round_attaches_to_a_program_started_during_the_one_before(
 ) -> None:
     """A plan of two ncu runs: the second run's program starts (and waits) while the first
     runs, so neither pays the program's start-up after phase 1."""
-    from dataclasses import replace
-
-    from nsdiag.collect import phase2
-
-    real = phase2.plan_launches
-
-    def two_rounds(launches, settings, argv_for=None, chosen=None):  # type: ignore[no-untyped-def]
-        plan = real(launches, settings, argv_for, chosen)
-        first = plan.rounds[0]
-        second = replace(first, argv=tuple(argv_for(2, first, plan.name_base)))
-        return replace(plan, rounds=(first, second))
-
-    monkeypatch.setattr(phase2, "plan_launches", two_rounds)
+    two_rounds(monkeypatch)
     result = profile([str(fakes["script"]), "0"], options(fakes, tmp_path))
     launched = [c for c in calls(fakes, launched=True) if c[:2] == ["--mode", "launch"]]
     ports = [c[c.index("--port") + 1] for c in launched]
@@ -375,3 +380,46 @@ def test_the_start_up_before_the_first_cuda_call_is_read_off_the_timeline() -> N
     assert _first_cuda_call_s(session) == pytest.approx(17.187, abs=0.01)
     session.api_calls = session.api_calls.iloc[:0]
     assert _first_cuda_call_s(session) == 0.0
+
+
+def test_phase_1_runs_again_without_pytorch_ranges_when_they_break_the_program(
+    fakes: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nsys's --pytorch=functions-trace breaks torch.compile (dynamo cannot import nsys's
+    annotation module): phase 1 is recorded once more without it, the session says so, and the
+    profile goes on as for any program."""
+    from nsdiag.collect import program
+
+    monkeypatch.setattr(program, "runs_pytorch", lambda argv: True)
+    monkeypatch.setenv("FAKE_NSYS", "compile")
+    notes: list[str] = []
+
+    class Recorder(NullProgress):
+        def note(self, text: str) -> None:
+            notes.append(text)
+
+    result = profile([str(fakes["script"])], options(fakes, tmp_path), Recorder())
+    runs = [c for c in calls(fakes) if c[:2] == ["nsys", "profile"]]
+    assert len(runs) == 2 and argv.PYTORCH_FUNCTIONS in runs[0]
+    assert argv.PYTORCH_FUNCTIONS not in runs[1] and runs[1][2:] == [
+        a for a in runs[0][2:] if a != argv.PYTORCH_FUNCTIONS
+    ]
+    assert any("recording the timeline again without PyTorch function ranges" in n for n in notes)
+    status = json.loads((result.session_dir / "status.json").read_text())
+    ranges = status["pytorch_ranges"]
+    assert ranges["asked"] is True and ranges["recorded"] is False
+    assert "nsys_nvtx_annotations" in ranges["reason"] and ranges["log"].endswith("1-timeline.log")
+    steps = [s["name"] for s in status["steps"]]
+    assert steps[:3] == ["1-timeline", "1-timeline-without-pytorch", "1-timeline-export"]
+    assert status["breakdown"]["timeline_s"] == status["steps"][1]["wall_s"]
+    assert status["error"] is None and len(nsdiag.load(result.session_dir).kernels) > 0
+    # a program that fails for its own reasons under nsys is not run again
+    fakes["calls"].unlink()
+    monkeypatch.setenv("FAKE_NSYS", "ok")
+    with pytest.raises(ProfilerError, match="exited with code 5 during the timeline run"):
+        profile([str(fakes["script"]), "5"], options(fakes, tmp_path / "again"))
+    assert len([c for c in calls(fakes) if c[:2] == ["nsys", "profile"]]) == 1
+    fakes["calls"].unlink()
+    ok = profile([str(fakes["script"])], options(fakes, tmp_path / "ok"))
+    status = json.loads((ok.session_dir / "status.json").read_text())
+    assert status["pytorch_ranges"] == {"asked": True, "recorded": True}

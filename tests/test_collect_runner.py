@@ -61,6 +61,12 @@ def test_runner_tees_output_and_parses_progress(fakes: dict[str, Path], tmp_path
             None,
         ),
         ("==ERROR== unrecognised option '--bogus'. Use --help for further details.", "usage", None),
+        (
+            "torch._dynamo.exc.InternalTorchDynamoError: ModuleNotFoundError: No module named "
+            "'nsys_nvtx_annotations'",
+            "pytorch-annotations",
+            None,
+        ),
     ],
 )
 def test_classify_known_failures(line: str, kind: str, code: int | None) -> None:
@@ -165,3 +171,13 @@ def test_other_lines_are_not_progress(line: str) -> None:
     from nsdiag.collect.runner import _PROGRESS
 
     assert _PROGRESS.match(line) is None
+
+
+def test_the_recorded_torch_compile_failure_under_nsys_pytorch_is_named() -> None:
+    """The H200's log of generate() with a static cache under nsys --pytorch=functions-trace:
+    its failure is the one phase 1 answers by recording again without the ranges."""
+    from tests.conftest import DATA
+
+    log = (DATA / "idioms/logs/tl_decode_static.log").read_text(errors="replace").splitlines()
+    kinds = {p.kind for line in log if (p := runner.classify(line)) is not None}
+    assert "pytorch-annotations" in kinds

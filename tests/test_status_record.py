@@ -104,3 +104,19 @@ def test_reading_a_folder_says_what_is_wrong_with_its_status(tmp_path: Path) -> 
     (tmp_path / STATUS).write_text('{"schema": "nsdiag.status/1", "complete": 1}')
     with pytest.raises(InputError, match="not a status nsdiag wrote"):
         read_status(tmp_path)
+
+
+def test_the_keys_issue_38_added_are_written_only_when_set_and_read_back(tmp_path: Path) -> None:
+    folder = session_dir.SessionDir(tmp_path)
+    status = session_dir.Status()
+    status.save(folder)
+    plain = json.loads((tmp_path / STATUS).read_text())
+    assert "pytorch_ranges" not in plain and "phase2_limit" not in plain
+    status.pytorch_ranges = {"asked": True, "recorded": False, "reason": "torch.compile broke"}
+    status.phase2_limit = {"seconds": 60.0, "source": "--budget", "reached": True}
+    status.save(folder)
+    written = json.loads((tmp_path / STATUS).read_text())
+    assert list(written)[-2:] == ["pytorch_ranges", "phase2_limit"]
+    read = read_status(tmp_path)
+    assert read == status.record() and read is not None
+    assert read.phase2_limit == status.phase2_limit and read.extra == {}

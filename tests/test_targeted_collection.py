@@ -15,7 +15,7 @@ import pytest
 import nsdiag
 from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.records.diagnosis import Diagnosis
-from nsdiag.collect import metric_set, plan, rounds, session_dir
+from nsdiag.collect import cost, metric_set, plan, rounds, session_dir
 from nsdiag.collect.weights import timeline_weights
 from nsdiag.model import launches as signatures
 from nsdiag.model import names
@@ -159,8 +159,13 @@ def test_plan_weighs_a_second_program_run_against_counting_further(
     which took 59.2 s where the two runs' estimate is about 55 s.)"""
     p = plan.make_plan(step_timeline, coverage_first(program_s=program_s))
     assert [(r.launch_count, r.launches) for r in p.rounds] == runs and p.planned_share >= 0.9
-    one_run = program_s + 92 * rounds.SECONDS_PER_LAUNCH["rules"]
-    assert p.estimated_s <= one_run
+    # one run counting 2 per shape reaches the step's end: it intercepts every launch
+    one_run = (
+        program_s
+        + p.total_launches * cost.SECONDS_PER_INTERCEPTED
+        + 92 * rounds.SECONDS_PER_LAUNCH["rules"]
+    )
+    assert p.estimated_s <= one_run + 1e-9
 
 
 def test_duration_groups_split_at_large_gaps_only() -> None:

@@ -15,6 +15,14 @@ PHASES = {
 }
 
 
+# why nsdiag ended a run (collect/watch.py)
+ENDED = {
+    "planned": "ended once its plan was met",
+    "stalled": "ended when its planned launches stopped coming",
+    "limit": "ended at phase 2's limit",
+}
+
+
 def _run_line(run: Mapping[str, Any]) -> str:
     parts = [
         f"{run.get('wall_s', 0):.1f} s",
@@ -39,6 +47,9 @@ def _run_line(run: Mapping[str, Any]) -> str:
         parts.append(
             f"attached to the program started beside phase 1 {run['attached_after_s']:.0f} s before"
         )
+    ended = ENDED.get(str(run.get("ended_by")))
+    if ended:
+        parts.append(ended)
     ok = "" if run.get("ok", True) else " (failed or stopped)"
     return f"  ncu run {run.get('step')}{ok}: " + ", ".join(parts)
 

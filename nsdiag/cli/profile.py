@@ -108,13 +108,16 @@ if TYPE_CHECKING:
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
     help="phase 2 (ncu runs and exports) estimated at most this long: the signatures with the "
-    "least GPU time are left out until it fits, and the session says which",
+    "least GPU time are left out until it fits, and the session says which; also phase 2's "
+    "limit: its runs end by then, keeping what they profiled (default limit: 5x phase 1's run, "
+    "at least 30 s)",
 )
 @click.option(
     "--run-to-end",
     is_flag=True,
     help="let the program run to its end under ncu (default: each ncu run ends the program once "
-    "its planned launches are profiled; use this for programs that must not be stopped half-way)",
+    "its planned launches are profiled, once they stop coming, or at phase 2's limit; use this "
+    "for programs that must not be stopped half-way: only an explicit --budget then stops them)",
 )
 @click.option(
     "--sequential",

@@ -59,7 +59,8 @@ class RichProgress:
             total = (
                 task.total if task.total is None or done <= task.total else done
             )  # estimates can be short
-            self.bar.update(self.task, completed=done, total=total, kernel=label[:40])
+            # a kernel's name, or what the run waits for (collect/watch.py)
+            self.bar.update(self.task, completed=done, total=total, kernel=label[:80])
 
     def output(self, line: str) -> None:
         self.console.print(escape(line), highlight=False, soft_wrap=True)

@@ -14,6 +14,9 @@ from nsdiag.model.status import ProfileStatus
 
 NCU_RUNS = ("1-durations", "2-")  # step names of ncu runs of the program (not its exports)
 EXPORTS = ("export-", "1-timeline-export", "1-durations-export")
+# phase 1's nsys runs: the second when the PyTorch ranges broke the program (phase1.py)
+TIMELINE_WITHOUT_PYTORCH = "1-timeline-without-pytorch"
+TIMELINE_STEPS = ("1-timeline", TIMELINE_WITHOUT_PYTORCH)
 
 
 def passes_summary(passes: Sequence[int]) -> dict[str, int] | None:
@@ -39,7 +42,9 @@ def _ncu_run(step: Mapping[str, Any]) -> dict[str, Any]:
     if step.get("intercepted") is not None:
         run["launches_intercepted"] = step["intercepted"]
     if step.get("ended_early"):
-        run["ended_early"] = True  # the program was ended after its last planned launch
+        run["ended_early"] = True  # nsdiag ended the program before its end
+        if step.get("ended_by"):  # planned, stalled or limit (collect/watch.py)
+            run["ended_by"] = step["ended_by"]
     if step.get("attached_after_s") is not None:
         run["attached_after_s"] = step["attached_after_s"]  # its program started in phase 1
     passes = step.get("passes")
@@ -63,7 +68,11 @@ def summarise(steps: Sequence[Mapping[str, Any]], phases: Mapping[str, float]) -
     names = [str(s.get("name", "")) for s in steps]
     runs = [_ncu_run(s) for s, n in zip(steps, names, strict=True) if _is_ncu_run(n)]
     phase2 = [r for r in runs if str(r["step"]).startswith("2-")]
-    timeline = next((s for s, n in zip(steps, names, strict=True) if n == "1-timeline"), None)
+    # the last: phase 1 runs again without --pytorch when the PyTorch ranges broke the program
+    timeline = next(
+        (s for s, n in reversed(list(zip(steps, names, strict=True))) if n in TIMELINE_STEPS),
+        None,
+    )
     intercepted = [r["launches_intercepted"] for r in runs if "launches_intercepted" in r]
     exports = [
         float(s.get("wall_s") or 0.0)

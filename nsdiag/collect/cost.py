@@ -1,6 +1,7 @@
 """What phase 2 costs, measured on the H200 (ncu 2025.3.1), and the estimate told before it runs:
 
-    estimate = ncu runs x program run time + launches x passes x seconds per pass + exports
+    estimate = ncu runs x program run time + launches intercepted x seconds per interception
+               + launches profiled x passes x seconds per pass + exports
 
 The program's run time is phase 1's (the planner's `program_s`). Seconds per pass differ by
 collection: ncu's sections gather and process per-launch tables that metrics asked for by name
@@ -30,6 +31,17 @@ PASSES = {"full": 38, "sections": 35, "rules": 24, "duration": 1}
 SECONDS_PER_LAUNCH = {"full": 2.2, "sections": 1.9, "rules": 0.5, "duration": 0.2}
 SECONDS_PER_PASS = {k: SECONDS_PER_LAUNCH[k] / PASSES[k] for k in PASSES}
 
+# Seconds ncu adds to each kernel launch it intercepts and does not profile, with the plan's
+# filter (`--kernel-name-base mangled -k regex:^(24 mangled names)$ --filter-mode
+# per-launch-config`): tools/probes/probe_ncu_filter_cost.sh on the H200, ncu 2025.3.1,
+# tests/data/idioms/logs/probe_filter_{decode,optim}.log. GPT-2 generate() at batch 1 (27,274
+# launches per request, 0.56-0.75 s plain) took 7.0-7.6 s per request under it, about 0.24 ms a
+# launch (a trivial regex matching nothing 0.09 ms, `--kernel-name-base function` 0.3 ms, no
+# filter and a skip past the end 0.2 ms); a ViT-S step with foreach=False AdamW (~2,000
+# launches, 36-38 ms plain) 465-520 ms. A run pays it for every launch up to its last planned
+# one (all of them with --run-to-end): on launch-heavy programs more than the replay itself.
+SECONDS_PER_INTERCEPTED = 0.25e-3
+
 # The CSV exports of one report, the details page being the longer: about 0.5 s plus 0.03 s per
 # launch (recorded sessions: 0.5 s for 1 launch, 1.6 s for 51, 2.9-3.6 s for 73-92), 0.2 s per
 # launch for the full set (lm_train_full: 7.45 s for 37). Two reports export at once.
@@ -50,10 +62,16 @@ class Estimate:
     export_s: float
     reach: float = 0.0  # program runs the ncu runs take, in whole runs (0: `runs` whole runs)
     ahead_s: float = 0.0  # program seconds the first run's program ran before it (standby.py)
+    intercepted: int = 0  # launches the runs intercept up to their last planned one
+    seconds_per_intercepted: float = SECONDS_PER_INTERCEPTED
 
     @property
     def replay_s(self) -> float:
         return self.launches * self.passes * self.seconds_per_pass
+
+    @property
+    def intercept_s(self) -> float:
+        return self.intercepted * self.seconds_per_intercepted
 
     @property
     def program_runs(self) -> float:
@@ -63,7 +81,8 @@ class Estimate:
     @property
     def runs_s(self) -> float:
         """The ncu runs alone (what the planner's `estimated_s` counts)."""
-        return max(self.program_runs * self.program_s - self.ahead_s, 0.0) + self.replay_s
+        program = max(self.program_runs * self.program_s - self.ahead_s, 0.0)
+        return program + self.intercept_s + self.replay_s
 
     @property
     def total_s(self) -> float:
@@ -76,10 +95,16 @@ class Estimate:
             else ""
         )
         ahead = f" - {self.ahead_s:.1f} s it ran ahead" if self.ahead_s > 0 else ""
+        intercepted = (
+            f" + {self.intercepted:,} launches intercepted x "
+            f"{self.seconds_per_intercepted * 1e3:.2f} ms"
+            if self.intercepted
+            else ""
+        )
         return (
             f"about {self.total_s:.0f} s: {self.runs} ncu run(s) x {self.program_s:.1f} s of "
-            f"program{part}{ahead} + {self.launches} launches x {self.passes} passes x "
-            f"{self.seconds_per_pass:.3f} s + {self.export_s:.1f} s of exports"
+            f"program{part}{ahead}{intercepted} + {self.launches} launches x {self.passes} "
+            f"passes x {self.seconds_per_pass:.3f} s + {self.export_s:.1f} s of exports"
         )
 
     def to_json(self) -> dict[str, object]:
@@ -89,6 +114,11 @@ class Estimate:
             "program_s": round(self.program_s, 2),
             "program_runs": round(self.program_runs, 3),
             **({"ahead_s": round(self.ahead_s, 1)} if self.ahead_s > 0 else {}),
+            **(
+                {"intercepted": self.intercepted, "intercept_s": round(self.intercept_s, 1)}
+                if self.intercepted
+                else {}
+            ),
             "launches": self.launches,
             "passes_per_launch": self.passes,
             "seconds_per_pass": round(self.seconds_per_pass, 4),
@@ -112,10 +142,12 @@ def estimate(
     passes: int | None = None,
     reach: Sequence[float] = (),
     ahead_s: float = 0.0,
+    intercepted: Sequence[int] = (),
 ) -> Estimate:
     """Phase 2 of these ncu runs (launches each), at `passes` per launch (default: the
     collection's measured count); `reach`, each run's share of the program before it ends
-    (default: whole runs); `ahead_s`, what the first run's program already ran (standby.py)."""
+    (default: whole runs); `ahead_s`, what the first run's program already ran (standby.py);
+    `intercepted`, the launches each run intercepts up to its last planned one (rounds.py)."""
     return Estimate(
         collection,
         len(launches_per_run),
@@ -126,4 +158,5 @@ def estimate(
         export_s(launches_per_run, collection),
         float(sum(reach)) if len(reach) == len(launches_per_run) else 0.0,
         ahead_s,
+        int(sum(intercepted)),
     )

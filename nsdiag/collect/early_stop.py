@@ -1,22 +1,23 @@
-"""Ending a targeted ncu run once it has profiled what its round planned (issue 26).
+"""Ending a targeted ncu run once it has profiled what its round planned (issue 26): which
+printed name is which signature, and how far into the program a run's last planned launch is.
 
 ncu profiles the launches a round asks for as the program reaches them and then keeps
 intercepting every launch to the program's end. On BERT served at batch 1 that tail was most
 of the run: 7 launches profiled, 36,521 intercepted, 42.9 s under ncu against a 21.2 s
 timeline run. So once ncu has printed as many profiled launches as the round expects and every
-signature it wants has been among them, the run is ended (runner.end_early: SIGTERM, and ncu
-writes its report); what phase 1 recorded of the program's later launches is not affected.
-`--run-to-end` turns this off, for programs that must not be stopped half-way (they write
-files, say, that a stop would leave half-written).
+signature it wants has been among them, the run is ended (watch.py, which also ends runs whose
+planned launches stop coming, and phase 2 at its time limit); what phase 1 recorded of the
+program's later launches is not affected. `--run-to-end` turns this off, for programs that must
+not be stopped half-way (they write files, say, that a stop would leave half-written).
 
 How long a run takes to reach its last planned launch is read from phase 1's timeline (`reach`:
 the share of the run's time before it), so the planner prices early-ended runs as they will
-run. Pure, but for the closure's own bookkeeping.
+run. Pure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -40,41 +41,28 @@ def printed_as(signature: Signature, printed: str) -> bool:
     return False
 
 
-def stop_condition(expected: int, wanted: Sequence[Signature]) -> Callable[[int, str], bool]:
-    """(launches profiled so far, the last one's printed name) -> whether to end the run: at
-    least `expected` launches profiled, and each wanted signature's name seen. A run whose
-    launches differ from phase 1's (cudnn.benchmark picking other kernels under ncu) simply
-    never meets it and runs to its end, as before."""
-    pending = list(dict.fromkeys(wanted))
-
-    def done(profiled: int, printed: str) -> bool:
-        pending[:] = [s for s in pending if not printed_as(s, printed)]
-        return profiled >= max(expected, 1) and not pending
-
-    return done
-
-
-END_COLUMN = "_end_ns"  # kernel_launches' end times, added once per plan (with_ends)
-
-
-def with_ends(launches: pd.DataFrame) -> pd.DataFrame:
-    """The launches with their end times in a column, so that `reach` (asked for every run the
-    planner weighs) does not convert them each time."""
-    if END_COLUMN in launches or "start_ns" not in launches:
-        return launches
-    start = pd.to_numeric(launches["start_ns"], errors="coerce")
-    ends = start + pd.to_numeric(launches["duration_ns"], errors="coerce").fillna(0.0)
-    return launches.assign(**{END_COLUMN: ends.to_numpy(dtype=float)})
-
-
 def reach(launches: pd.DataFrame, positions: Sequence[int]) -> float:
     """The share of phase 1's run that passes before the last of these launches (positions in
     launch order) ends: 1 when unknown. Timeline times count from the start of the recording,
     so the program's start-up is inside the share."""
-    if not len(positions) or "start_ns" not in launches:
+    if "start_ns" not in launches:
         return 1.0
-    ends = with_ends(launches)[END_COLUMN].to_numpy()
-    last, end = float(np.nanmax(ends[list(positions)])), float(np.nanmax(ends))
+    start = pd.to_numeric(launches["start_ns"], errors="coerce")
+    ends = start + pd.to_numeric(launches["duration_ns"], errors="coerce").fillna(0.0)
+    array = ends.to_numpy(dtype=float)
+    finite = array[np.isfinite(array)]
+    return reach_of(array, positions, float(finite.max()) if len(finite) else float("nan"))
+
+
+def reach_of(ends: np.ndarray, positions: Sequence[int] | np.ndarray, end: float) -> float:
+    """`reach` on the launches' end times (ns, NaN unknown) and the latest of them, as the
+    planner keeps them (launch_codes.Codes)."""
+    if not len(positions) or not len(ends):
+        return 1.0
+    chosen = ends[np.asarray(positions)]
+    if np.isnan(chosen).all():
+        return 1.0
+    last = float(np.nanmax(chosen))
     if not end > 0 or last != last:  # NaN: times unknown
         return 1.0
     return min(max(last / end, MIN_REACH), 1.0)

@@ -49,8 +49,22 @@ def record(state: RunState, signame: str) -> None:
             )
             status.lacks(f"timeline ({because}, before it was recorded{kept})")
         status.lacks(f"kernel metrics ({because}; ncu did not profile the planned launches)")
+    elif exports_kept(state):
+        reports = ", ".join(r.name for r in state.reports)
+        status.lacks(
+            f"kernel metrics ({because}; what ncu had profiled is kept: {reports})"
+            if reports
+            else f"kernel metrics ({because}; ncu had written no report)"
+        )
     elif state.phase in ("plan", "phase2", "export"):
         reports = ", ".join(r.name for r in state.reports)
         kept = f"; finished reports kept unexported in reports/: {reports}" if reports else ""
         status.lacks(f"kernel metrics ({because}; nothing from ncu was exported{kept})")
     status.save(state.sd)
+
+
+def exports_kept(state: RunState) -> bool:
+    """Whether an interrupted run still exports the reports ncu wrote: in phase 2 (its runs'
+    reports, the interrupted one's too when ncu wrote it on the signal), not once the exports
+    themselves were running."""
+    return state.phase == "phase2"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Protocol
 
 from nsdiag.collect.plan import Plan
+from nsdiag.collect.watch import DEFAULT_WATCH, WatchSettings
 from nsdiag.model.session import Session
 
 
@@ -27,9 +28,11 @@ class ProfileOptions:
     timeout_s: float | None = None  # per command
     sections: str = "rules"  # phase 2: "rules" (their metrics by name), "sections" or "full"
     rank: int = 0  # a distributed run: the rank whose kernels phase 2 profiles
-    budget_s: float | None = None  # phase 2's estimate at most this: least GPU time left out
-    run_to_end: bool = False  # ncu runs go on past their last planned launch (early_stop.py)
+    # phase 2's estimate at most this (least GPU time left out), and its wall-clock limit
+    budget_s: float | None = None
+    run_to_end: bool = False  # ncu runs go on past their last planned launch (watch.py)
     sequential: bool = False  # phase 2's program starts after phase 1, not beside it (standby.py)
+    watch: WatchSettings = DEFAULT_WATCH  # when a run or phase 2 is ended (watch.py)
 
 
 class Progress(Protocol):

@@ -13,6 +13,7 @@ from nsdiag.analysis.region.profiler import profiler_windows
 from nsdiag.analysis.region.windows import launch_times, within
 from nsdiag.collect import argv as cmd
 from nsdiag.collect import runner
+from nsdiag.collect.breakdown import TIMELINE_WITHOUT_PYTORCH
 from nsdiag.collect.cost import SECONDS_PER_LAUNCH
 from nsdiag.collect.exports import csv_for
 from nsdiag.collect.nvtx_filter import in_nvtx_range
@@ -32,23 +33,58 @@ def timeline(state: RunState, fallback: bool = True) -> tuple[pd.DataFrame | Non
     if state.nsys is not None:
         frame = _nsys_timeline(state)
         if frame is not None:
-            return frame, state.timings["1-timeline"]
+            return frame, state.timings[state.timeline_step]
     state.status.lacks("timeline (no working nsys: program-level findings are not available)")
     return _ncu_durations(state) if fallback else (None, 0.0)
 
 
-def _nsys_timeline(state: RunState) -> pd.DataFrame | None:
+def _nsys_run(state: RunState, step: str, pytorch_functions: bool) -> runner.RunResult:
     assert state.nsys is not None
-    result = state.run(
-        "1-timeline",
+    state.timeline_step = step
+    return state.run(
+        step,
         cmd.nsys_profile(
             state.nsys.path,
             state.sd.report("timeline"),
             state.program,
             profile_from_start=state.start,
-            pytorch_functions=pytorch_ranges(state.nsys.version_tuple, state.program),
+            pytorch_functions=pytorch_functions,
         ),
     )
+
+
+def _recorded(state: RunState) -> runner.RunResult:
+    """Phase 1's nsys run, with the PyTorch functions' ranges for a PyTorch program; once more
+    without them when they broke the program (torch.compile under `--pytorch`: runner.PROBLEMS'
+    pytorch-annotations), so that the session has a timeline, without those ranges."""
+    assert state.nsys is not None
+    pytorch = pytorch_ranges(state.nsys.version_tuple, state.program)
+    result = _nsys_run(state, "1-timeline", pytorch)
+    if not pytorch:
+        return result
+    broke = next((p for p in result.problems if p.kind == "pytorch-annotations"), None)
+    if broke is None:
+        state.status.pytorch_ranges = {"asked": True, "recorded": True}
+        return result
+    state.status.pytorch_ranges = {
+        "asked": True,
+        "recorded": False,
+        "reason": (
+            f"nsys's {cmd.PYTORCH_FUNCTIONS} broke the program's torch.compile "
+            f"({broke.line[-120:]}); phase 1 was recorded again without it"
+        ),
+        "log": str(result.log),
+    }
+    state.progress.note(
+        f"the program failed under nsys {cmd.PYTORCH_FUNCTIONS} (torch.compile cannot import "
+        "nsys's annotation module, see "
+        f"{result.log}); recording the timeline again without PyTorch function ranges"
+    )
+    return _nsys_run(state, TIMELINE_WITHOUT_PYTORCH, False)
+
+
+def _nsys_timeline(state: RunState) -> pd.DataFrame | None:
+    result = _recorded(state)
     report = state.sd.report("timeline.nsys-rep")
     error = runner.failure(result, "the timeline run (nsys)", state.sd.root)
     if result.has("no-gpu"):
@@ -62,6 +98,7 @@ def _nsys_timeline(state: RunState) -> pd.DataFrame | None:
             "timing kernels with ncu instead"
         )
         return None
+    assert state.nsys is not None
     db = state.sd.report("timeline.sqlite")
     exported = state.run("1-timeline-export", cmd.nsys_export_sqlite(state.nsys.path, report, db))
     if program_failed:

@@ -1,16 +1,16 @@
-"""Phase 2: ncu on the launches that matter, one targeted run per plan round (or `--set full` on
-every launch with --full), falling back to ncu's sections when the metric list is refused. Its
-estimate (cost.py) is told before it starts, cut to --budget (budget.py), and revised after
-each run."""
+"""Phase 2: ncu on the launches that matter, one targeted run per plan round (targeted_runs.py),
+or `--set full` on every launch with --full. Its estimate (cost.py) is told before it starts,
+cut to --budget (budget.py), and revised after each run; its wall-clock limit (watch.py) stops
+it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
 from nsdiag.collect import argv as cmd
-from nsdiag.collect import budget, cost, early_stop, metric_set, runner, tools
+from nsdiag.collect import budget, cost, metric_set, runner, targeted_runs, tools
 from nsdiag.collect.cost import SECONDS_PER_LAUNCH
 from nsdiag.collect.plan import ArgvFor, Plan, plan_launches
 from nsdiag.collect.plan import describe as describe_plan
@@ -45,12 +45,27 @@ def targeted(state: RunState, launches: pd.DataFrame, program_s: float) -> None:
     if plan is None:
         return  # --budget left every signature out: the session keeps the timeline
     with_sections = _argv_for(state, "sections", [])
+    estimated = [of_rounds(sections, program_s, [r]).runs_s for r in plan.rounds]
     with state.timed("phase2"):
         state.progress.phase(
             f"phase 2: ncu on {len(plan.signatures)} kernel signatures", plan.launches
         )
-        _run_rounds(
-            state, plan, sections, program_s, lambda i, r: with_sections(i, r, plan.name_base)
+        kept = of_rounds(sections, program_s, plan.rounds, _ahead_s(state))
+        phase2_limit = targeted_runs.limit(state, program_s, kept)
+        if phase2_limit is not None and kept.total_s > phase2_limit.seconds:
+            state.progress.note(
+                f"phase 2 stops at its limit of {phase2_limit.describe()}: the estimate is "
+                "longer, so the runs it does not reach are skipped"
+            )
+        state.status.save(state.sd)
+        targeted_runs.run_rounds(
+            state,
+            plan,
+            launches,
+            sections,
+            lambda i, r: with_sections(i, r, plan.name_base),
+            estimated,
+            phase2_limit,
         )
 
 
@@ -110,13 +125,7 @@ def _plan(
     ahead_s = _ahead_s(state)
 
     def estimate(p: Plan) -> cost.Estimate:
-        return cost.estimate(
-            sections,
-            program_s,
-            [r.launches for r in p.rounds],
-            reach=[r.reach for r in p.rounds],
-            ahead_s=ahead_s,
-        )
+        return of_rounds(sections, program_s, p.rounds, ahead_s)
 
     whole = estimate(whole_plan)
     plan: Plan | None = whole_plan
@@ -141,6 +150,21 @@ def _plan(
     state.status.save(state.sd)
     state.progress.note(_estimate_note(kept, whole, fitted))
     return plan
+
+
+def of_rounds(
+    sections: str, program_s: float, rounds: Sequence[Round], ahead_s: float = 0.0
+) -> cost.Estimate:
+    """The estimate of these planned runs: the program up to each one's last planned launch,
+    the launches it intercepts until then, its profiled launches."""
+    return cost.estimate(
+        sections,
+        program_s,
+        [r.launches for r in rounds],
+        reach=[r.reach for r in rounds],
+        ahead_s=ahead_s,
+        intercepted=[r.intercepted for r in rounds],
+    )
 
 
 def _ahead_s(state: RunState) -> float:
@@ -168,127 +192,6 @@ def _estimate_note(
         f"{len(fitted.left_out)} of {planned} planned signatures ({fitted.left_out_share:.1%} "
         f"of GPU time; all of them: about {whole.total_s:.0f} s)"
     )
-
-
-def _run_rounds(
-    state: RunState,
-    plan: Plan,
-    sections: str,
-    program_s: float,
-    with_sections: Callable[[int, Round], Sequence[str]],
-) -> None:
-    """Each round in turn, the estimate of the rest revised by how the finished ones went."""
-    estimated = [
-        cost.estimate(sections, program_s, [r.launches], reach=[r.reach]).runs_s
-        for r in plan.rounds
-    ]
-    spent = 0.0
-    for i, r in enumerate(plan.rounds, start=1):
-        # the next round's program starts beside this one, held at its first CUDA call
-        following = (
-            state.start_standby(f"2-standby-{i + 1}")
-            if state.standby is not None and i < len(plan.rounds)
-            else None
-        )
-        spent += _run_round(state, i, r, sections, with_sections, plan.total_launches)
-        if following is not None:
-            state.standby = following
-        if i < len(plan.rounds):
-            pace = spent / max(sum(estimated[:i]), 1e-9)
-            left = pace * sum(estimated[i:])
-            state.progress.note(
-                f"ncu run {i} of {len(plan.rounds)} done in {spent:.0f} s so far "
-                f"(estimated {sum(estimated[:i]):.0f} s); about {left:.0f} s left"
-            )
-
-
-def _run_round(
-    state: RunState,
-    i: int,
-    r: Round,
-    sections: str,
-    sections_argv: Callable[[int, Round], Sequence[str]],
-    intercepted: int,
-) -> float:
-    """Round i, again with ncu's sections if ncu refuses the metric list; its wall seconds.
-    Each run ends once it has profiled what the round planned (early_stop.py), unless
-    --run-to-end."""
-
-    def stop() -> Callable[[int, str], bool] | None:
-        if state.options.run_to_end:
-            return None
-        return early_stop.stop_condition(r.launches, r.wanted)
-
-    result, wall = _attached_or_started(state, i, r, sections, intercepted, stop)
-    if sections == "rules" and not result.ok and result.profiled == 0 and not _severe(result):
-        # A metric name this ncu refuses fails the run before any launch: sections instead.
-        state.progress.note(
-            f"ncu refused the metric list (see {result.log}); collecting its sections instead"
-        )
-        result = state.run(
-            f"2-targeted-{i}-sections",
-            sections_argv(i, r),
-            progress=True,
-            collection="sections",
-            intercepted=intercepted,
-            stop_when=stop(),
-        )
-        wall += result.wall_s
-    report = state.sd.report(f"targeted-{i}.ncu-rep")
-    if report.is_file():
-        state.reports.append(report)
-    error = runner.failure(result, f"targeted ncu run {i}", state.sd.root)
-    if result.profiled == 0 and not _severe(result):
-        # the filter matched nothing: a naming mismatch between nsys and ncu, not the program
-        state.status.lacks(
-            f"run {i} profiled none of its {len(r.wanted)} planned kernel signature(s)"
-        )
-        return wall
-    if error:
-        raise error
-    return wall
-
-
-def _attached_or_started(
-    state: RunState,
-    i: int,
-    r: Round,
-    sections: str,
-    intercepted: int,
-    stop: Callable[[], Callable[[int, str], bool] | None],
-) -> tuple[runner.RunResult, float]:
-    """Round i's run: attached to the program waiting for it (standby.py: started beside phase 1
-    or the run before) when there is one, else (or when attaching fails) starting the program;
-    the result and its wall seconds."""
-
-    def run(name: str, argv: Sequence[str], ahead_s: float | None = None) -> runner.RunResult:
-        return state.run(
-            name,
-            argv,
-            progress=True,
-            collection=sections,
-            intercepted=intercepted,
-            stop_when=stop(),
-            ahead_s=ahead_s,
-        )
-
-    waiting = state.standby
-    if waiting is None or not waiting.waiting():
-        result = run(f"2-targeted-{i}", r.argv)
-        return result, result.wall_s
-    try:
-        attached = run(
-            f"2-targeted-{i}", waiting.attach_argv(r.argv, state.program), waiting.head_start_s()
-        )
-    finally:
-        waiting.end()  # the program ends with the run (early stop: ncu kept its report)
-    if attached.ok or attached.profiled or _severe(attached) or attached.has("metric-refused"):
-        return attached, attached.wall_s  # a refused metric list: _run_round's sections next
-    state.progress.note(
-        f"attaching to the waiting program failed (see {attached.log}); starting it again"
-    )
-    again = run(f"2-targeted-{i}-restarted", r.argv)
-    return again, attached.wall_s + again.wall_s
 
 
 def full(state: RunState, launches: int | None, program_s: float) -> None:
@@ -320,10 +223,3 @@ def full(state: RunState, launches: int | None, program_s: float) -> None:
     error = runner.failure(result, "the full-set run (ncu)", state.sd.root)
     if error:
         raise error
-
-
-def _severe(result: runner.RunResult) -> bool:
-    """A failure of the program or the machine, not of what ncu was asked to collect or match."""
-    return result.timed_out or any(
-        result.has(k) for k in ("counter-permission", "no-gpu", "app-error")
-    )

@@ -18,7 +18,6 @@ from typing import Any
 import pandas as pd
 
 from nsdiag.collect.cost import SECONDS_PER_LAUNCH
-from nsdiag.collect.early_stop import with_ends
 from nsdiag.collect.rounds import (
     PlanSettings,
     Round,
@@ -82,7 +81,6 @@ def plan_launches(
     choice by coverage (--budget: the first signatures of a plan already made)."""
     if launches.empty:
         raise ValueError("the timeline holds no kernel launch")
-    launches = with_ends(launches)
     clear_cache()  # the planner's caches are keyed by this frame
     base = name_base(launches)
     sigs = signatures(launches)

@@ -45,7 +45,9 @@ def profile(
         signame = exc.signame if isinstance(exc, runner.Interrupted) else interrupting_signal(exc)
         when = interruption.where(state)
         interruption.record(state, signame)
-        finish_quietly(state, export=False)
+        # what ncu profiled before the signal is kept: its reports are exported (a second
+        # signal is ignored meanwhile: cli/signals.py), except when the exports were running
+        finish_quietly(state, export=interruption.exports_kept(state))
         kept = (
             f"the partial session is kept in {sd.root}"
             if store.is_session_dir(sd.root)

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from nsdiag.collect import launch_codes
+from nsdiag.collect.cost import SECONDS_PER_INTERCEPTED
 from nsdiag.collect.cost import SECONDS_PER_LAUNCH as SECONDS_PER_LAUNCH  # measured: cost.py
-from nsdiag.collect.early_stop import reach
+from nsdiag.collect.early_stop import reach_of
 from nsdiag.model.launches import Signature
 
 # Verified on the H200 with ncu 2025.3.1 (tools/probes/probe_ncu_filters.sh): per-launch-config
@@ -48,6 +50,9 @@ class Round:
     # matching (and counting per configuration); the region's first launch, so that one run with
     # --launch-count 1 reaches every signature the region's first iteration launches
     skip_before_match: int = 0
+    # launches ncu intercepts in the run: every launch up to its last planned one (all of them
+    # with --run-to-end), each costing SECONDS_PER_INTERCEPTED whether profiled or not
+    intercepted: int = 0
 
 
 # What leaving a chosen signature unprofiled costs, in runs of the program per share of GPU time:
@@ -72,6 +77,7 @@ class PlanSettings:
     max_rounds: int = 3
     program_s: float = 10.0  # one run of the program outside ncu (phase 1 measures it)
     seconds_per_launch: float = SECONDS_PER_LAUNCH["rules"]
+    seconds_per_intercepted: float = SECONDS_PER_INTERCEPTED
     key_has_name: bool = LAUNCH_CONFIG_KEY_HAS_NAME
     end_early: bool = True  # a run ends after its last planned launch (early_stop.py)
     # --launch-skip-before-match candidates: only where ncu counts the launches phase 1 lists
@@ -83,63 +89,45 @@ class PlanSettings:
 
 
 # The planner weighs thousands of candidate runs over the same launches and the same few name
-# sets: their filtered launches and ranks are computed once per (launches, names, after).
-_SEEN_CACHE: dict[tuple[int, int, frozenset[str], bool, int], tuple[pd.DataFrame, np.ndarray]] = {}
+# sets: the launches' codes are made once per frame, and the filtered, ranked launches once per
+# (names, key, after). The frame itself is kept with its codes, so that its id is not reused.
+_CODES: dict[int, tuple[pd.DataFrame, launch_codes.Codes]] = {}
+_SEEN_CACHE: dict[tuple[int, frozenset[str], bool, int], launch_codes.Seen] = {}
+_RANKS_CACHE: dict[tuple[int, Signature], np.ndarray] = {}
 
 
 def clear_cache() -> None:
+    _CODES.clear()
     _SEEN_CACHE.clear()
-    _SIZES_CACHE.clear()
     _RANKS_CACHE.clear()
 
 
-def _seen_ranks(
-    launches: pd.DataFrame, names: set[str], key_has_name: bool, after: int = 0
-) -> tuple[pd.DataFrame, np.ndarray]:
-    """`_seen`'s launches, and every launch position's rank in its configuration (-1: not seen)."""
-    key = (id(launches), len(launches), frozenset(names), key_has_name, after)
-    hit = _SEEN_CACHE.get(key)
-    if hit is not None:
-        return hit
-    keep = launches["filter_name"].isin(names).to_numpy().copy()
-    if after:
-        keep &= np.arange(len(launches)) >= after
-    seen = launches[keep].copy()
-    keys = ["filter_name", "grid", "block"] if key_has_name else ["grid", "block"]
-    seen["_rank"] = seen.groupby(keys, sort=False).cumcount()
-    rank_at = np.full(len(launches), -1, dtype=np.int64)
-    rank_at[seen.index.to_numpy()] = seen["_rank"].to_numpy()
-    if len(_SEEN_CACHE) > 4096:
-        _SEEN_CACHE.clear()
-    _SEEN_CACHE[key] = (seen, rank_at)
-    return seen, rank_at
+def codes(launches: pd.DataFrame) -> launch_codes.Codes:
+    """The launches' codes (launch_codes.py), made once per frame."""
+    hit = _CODES.get(id(launches))
+    if hit is not None and hit[0] is launches:
+        return hit[1]
+    if len(_CODES) > 8:
+        clear_cache()
+    made = launch_codes.encode(launches)
+    _CODES[id(launches)] = (launches, made)
+    return made
 
 
 def _seen(
     launches: pd.DataFrame, names: set[str], key_has_name: bool, after: int = 0
-) -> pd.DataFrame:
+) -> launch_codes.Seen:
     """The launches ncu's name filter lets through (from launch `after` on: ncu's
     --launch-skip-before-match), each with its rank in its launch configuration (0 = the
     configuration's first)."""
-    return _seen_ranks(launches, names, key_has_name, after)[0]
-
-
-_SIZES_CACHE: dict[int, tuple[pd.DataFrame, np.ndarray]] = {}
-
-
-def _group_sizes(seen: pd.DataFrame) -> np.ndarray:
-    """Launches per (name, grid, block) group of a cached `_seen` frame."""
-    hit = _SIZES_CACHE.get(id(seen))
-    if hit is not None and hit[0] is seen:
-        return hit[1]
-    sizes = seen.groupby(["filter_name", "grid", "block"], sort=False).size().to_numpy()
-    if len(_SIZES_CACHE) > 4096:
-        _SIZES_CACHE.clear()
-    _SIZES_CACHE[id(seen)] = (seen, sizes)
-    return sizes
-
-
-_RANKS_CACHE: dict[tuple[int, Signature], np.ndarray] = {}
+    key = (id(launches), frozenset(names), key_has_name, after)
+    hit = _SEEN_CACHE.get(key)
+    if hit is None:
+        if len(_SEEN_CACHE) > 4096:
+            _SEEN_CACHE.clear()
+            _RANKS_CACHE.clear()
+        hit = _SEEN_CACHE[key] = launch_codes.ranked(codes(launches), names, key_has_name, after)
+    return hit
 
 
 def _ranks(
@@ -148,19 +136,19 @@ def _ranks(
     sigs: Sequence[Signature],
     key_has_name: bool,
     after: int = 0,
-) -> tuple[dict[Signature, np.ndarray], pd.DataFrame]:
+) -> tuple[dict[Signature, np.ndarray], launch_codes.Seen]:
     """For each signature of `names`: the ranks (ascending), in their launch-configuration groups,
     of its launches in the region (its first launch's rank is how many ncu must skip to reach
     it), counting only launches of `names` (ncu's name filter applies first) from launch `after`
     on."""
-    seen, rank_at = _seen_ranks(launches, names, key_has_name, after)
+    seen = _seen(launches, names, key_has_name, after)
     ranks = {}
     for s in sigs:
         if s.filter_name in names:
-            key = (id(rank_at), s)
+            key = (id(seen.rank_at), s)
             hit = _RANKS_CACHE.get(key)
             if hit is None:
-                at = rank_at[np.asarray(s.positions or (s.first,), dtype=np.int64)]
+                at = seen.rank_at[np.asarray(s.positions or (s.first,), dtype=np.int64)]
                 hit = _RANKS_CACHE[key] = np.sort(at[at >= 0])
             ranks[s] = hit
     return ranks, seen
@@ -195,12 +183,26 @@ def round_for(
     # Each (name, shape) group yields at most `count` results after its first `skip` whichever
     # key ncu uses; shared memory, which the timeline lacks, can only split groups further (a
     # small underestimate).
-    sizes = _group_sizes(seen)
-    expected = int(np.clip(sizes - skip, 0, count).sum())
-    rank = seen["_rank"].to_numpy()
-    chosen = seen.index.to_numpy()[(rank >= skip) & (rank < skip + count)]
-    share = reach(launches, chosen.tolist()) if settings.end_early else 1.0
-    return Round(tuple(sorted(names)), count, wanted, expected, (), profiled, skip, share, after)
+    expected = int(np.clip(seen.sizes - skip, 0, count).sum())
+    chosen = seen.positions[(seen.rank >= skip) & (seen.rank < skip + count)]
+    coded = codes(launches)
+    if settings.end_early:
+        share = reach_of(coded.end, chosen, coded.last_end)
+        intercepted = int(chosen.max()) + 1 if len(chosen) else len(launches)
+    else:
+        share, intercepted = 1.0, len(launches)
+    return Round(
+        tuple(sorted(names)),
+        count,
+        wanted,
+        expected,
+        (),
+        profiled,
+        skip,
+        share,
+        after,
+        intercepted,
+    )
 
 
 def launch_positions(
@@ -209,8 +211,8 @@ def launch_positions(
     """Positions (in launch order) of the launches ncu profiles in round `r`: per launch
     configuration of the round's names, launches `launch_skip` to `launch_skip + launch_count`."""
     seen = _seen(launches, set(r.names), key_has_name, r.skip_before_match)
-    chosen = (seen["_rank"] >= r.launch_skip) & (seen["_rank"] < r.launch_skip + r.launch_count)
-    return sorted(int(i) for i in seen.index[chosen])
+    chosen = (seen.rank >= r.launch_skip) & (seen.rank < r.launch_skip + r.launch_count)
+    return [int(i) for i in seen.positions[chosen]]
 
 
 def _skips(
@@ -220,20 +222,25 @@ def _skips(
     mark a region outside which some launches lie, the rank of each pending signature's first
     launch in the region, and (settings.before_match) no skip but the launches before the
     region's first ignored."""
-    if "in_region" not in launches or launches["in_region"].astype(bool).all():
+    region = codes(launches)
+    if not region.region_partial:
         return [(0, 0)]
     ranks, _ = _ranks(launches, {s.filter_name for s in pending}, pending, settings.key_has_name)
     pairs = [(skip, 0) for skip in sorted({0, *(int(r[0]) for r in ranks.values() if len(r))})]
-    inside = launches.index[launches["in_region"].astype(bool).to_numpy()]
-    if settings.before_match and len(inside) and int(inside[0]) > 0:
-        pairs.append((0, int(inside[0])))
+    if settings.before_match and region.first_inside > 0:
+        pairs.append((0, region.first_inside))
     return pairs
 
 
 def round_s(r: Round, settings: PlanSettings) -> float:
     """A run's estimated seconds: the program's own run time up to its last planned launch (to
-    the end with --run-to-end) plus each profiled launch."""
-    return settings.program_s * r.reach + r.launches * settings.seconds_per_launch
+    the end with --run-to-end), ncu's interception of every launch until then, and each
+    profiled launch's replay."""
+    return (
+        settings.program_s * r.reach
+        + r.intercepted * settings.seconds_per_intercepted
+        + r.launches * settings.seconds_per_launch
+    )
 
 
 def _unprofiled_s(left: Sequence[Signature], settings: PlanSettings) -> float:

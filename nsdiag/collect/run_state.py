@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +50,7 @@ class RunState:
     standby: Standby | None = None  # the next targeted run's program, started ahead (standby.py)
     standbys: list[Standby] = field(default_factory=list)  # every one started: all are ended
     first_cuda_s: float = 0.0  # phase 1: the program's start-up before its first CUDA call
+    timeline_step: str = "1-timeline"  # phase 1's nsys run that recorded the timeline
     metric_listing: Future[str | None] | None = None  # `ncu --query-metrics`, run beside phase 1
 
     @contextlib.contextmanager
@@ -72,18 +73,22 @@ class RunState:
         progress: bool = False,
         collection: str | None = None,
         intercepted: int | None = None,
-        stop_when: Callable[[int, str], bool] | None = None,
+        watch: runner.Watch | None = None,
         ahead_s: float | None = None,
     ) -> runner.RunResult:
         """Run one step's command, logged as `name`, and record it in the status; an ncu run
-        also records what it collected and how many launches it saw (the breakdown), and one
-        that attached to the waiting program how long that had run (`ahead_s`)."""
+        also records what it collected and how many launches it saw (the breakdown), one that
+        attached to the waiting program how long that had run (`ahead_s`), and one its `watch`
+        ended why (watch.py)."""
         base = self.done
         self.step, self.step_started = name, time.monotonic()
 
         def advance(n: int, label: str) -> None:
             self.done = base + n
             self.progress.advance(self.done, self.labels.get(label, label))
+
+        def waiting(text: str) -> None:
+            self.progress.advance(self.done, text)
 
         result = runner.run(
             argv,
@@ -92,7 +97,8 @@ class RunState:
             on_output=self.progress.output,
             on_progress=advance if progress else None,
             timeout_s=self.options.timeout_s,
-            stop_when=stop_when,
+            watch=watch,
+            on_wait=waiting if progress else None,
         )
         self.timings[name] = result.wall_s
         if name.startswith("2-"):
@@ -107,7 +113,11 @@ class RunState:
             profiled=result.profiled,
             **({"collection": collection} if collection else {}),
             **({"intercepted": intercepted} if intercepted is not None else {}),
-            **({"ended_early": True} if result.stopped_early else {}),
+            **(
+                {"ended_early": True, "ended_by": e.kind, "ended_why": e.detail}
+                if (e := result.ending) is not None
+                else {}
+            ),
             **({"attached_after_s": round(ahead_s, 2)} if ahead_s is not None else {}),
             **({"passes": p} if (p := breakdown.passes_summary(result.passes)) else {}),
         )

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, BinaryIO, Protocol
 
 from nsdiag.errors import NsdiagError, ProfilerError, interrupting_signal
 
@@ -69,6 +69,10 @@ PROBLEMS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
+    # nsys's --pytorch=functions-trace breaks torch.compile: dynamo traces into the module nsys
+    # injects and cannot import it (nsys 2025.3.1 on the H200, generate() with a static cache:
+    # tests/data/idioms/logs/tl_decode_static.log); plain nsys records the program
+    ("pytorch-annotations", re.compile(r"No module named '?nsys_nvtx_annotations")),
     ("app-error", re.compile(r"application returned an error code \((?P<code>-?\d+)\)", re.I)),
     (
         "usage",
@@ -100,6 +104,37 @@ class Problem:
 
 
 @dataclass(frozen=True)
+class Ending:
+    """Why nsdiag ended a run itself: `kind` planned (everything asked for was profiled),
+    stalled (the planned launches stopped coming) or limit (phase 2's time was spent)."""
+
+    kind: str
+    detail: str
+
+
+class Watch(Protocol):
+    """What decides, while a run goes, whether to end it (collect/watch.py)."""
+
+    poll_s: float
+
+    def seen(self, profiled: int, printed: str) -> Ending | None:
+        """After each progress line: launches profiled so far, the name ncu printed."""
+        ...
+
+    def overdue(self) -> Ending | None:
+        """Polled every `poll_s`: a reason to end the run now."""
+        ...
+
+    def waiting(self) -> str | None:
+        """Polled every `poll_s`: what the run waits for (the progress line)."""
+        ...
+
+
+# After SIGTERM a run has this long to end and write its report before its group is stopped.
+END_GRACE_S = 60.0
+
+
+@dataclass(frozen=True)
 class RunResult:
     argv: tuple[str, ...]
     returncode: int
@@ -109,7 +144,11 @@ class RunResult:
     problems: tuple[Problem, ...]
     timed_out: bool = False
     passes: tuple[int, ...] = ()  # replay passes of each profiled launch, as ncu reported them
-    stopped_early: bool = False  # ended by `stop_when` once everything asked for was profiled
+    ending: Ending | None = None  # why nsdiag ended the run itself (its `watch`), if it did
+
+    @property
+    def stopped_early(self) -> bool:
+        return self.ending is not None
 
     @property
     def ok(self) -> bool:
@@ -138,15 +177,17 @@ def run(
     on_progress: Callable[[int, str], None] | None = None,
     stdout_to: Path | None = None,
     timeout_s: float | None = None,
-    stop_when: Callable[[int, str], bool] | None = None,
+    watch: Watch | None = None,
+    on_wait: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Run `argv` (a list, never a shell) to completion, writing everything it prints to `log`.
 
     Lines go to `on_output` except ncu's per-launch progress lines, which go to `on_progress`
     (launches done so far, kernel name). With `stdout_to`, standard output goes to that file
-    instead (exports) and only standard error is logged. When `stop_when(launches done, kernel
-    name)` says so after a progress line, the run is ended early (`end_early`): ncu keeps what it
-    profiled and the program is not run to its end.
+    instead (exports) and only standard error is logged. A `watch` is told of each progress line
+    and polled from a thread of its own; when it says so the run is ended early (`end_early`):
+    ncu keeps what it profiled and the program is not run to its end. What it waits for goes to
+    `on_wait` as it polls.
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
@@ -157,7 +198,8 @@ def run(
         try:
             proc = _start(argv, cwd, env, out_file)
             timer = _watchdog(proc, timeout_s)
-            stopped: list[bool] = []
+            ender = _Ender(proc, log_file)
+            poller = _poll(watch, ender, on_wait)
             try:
                 stream = proc.stderr if out_file else proc.stdout
                 assert stream is not None
@@ -165,10 +207,10 @@ def run(
                 def progress(n: int, name: str) -> None:
                     if on_progress:
                         on_progress(n, name)
-                    if stop_when is not None and not stopped and stop_when(n, name):
-                        stopped.append(True)
-                        log_file.write(f"[nsdiag] {n} launches profiled: ending the run\n".encode())
-                        end_early(proc)
+                    if watch is not None and ender.ending is None:
+                        ending = watch.seen(n, name)
+                        if ending is not None:
+                            ender.end(ending)
 
                 passes, problems = _follow(
                     stream, log_file, None if out_file else on_output, progress
@@ -177,6 +219,9 @@ def run(
             finally:
                 if timer is not None:
                     timer.cancel()
+                ender.finished.set()
+                if poller is not None:
+                    poller.join(timeout=5)
                 stop_group(proc)  # children the leader left behind
         except KeyboardInterrupt as exc:
             signame = interrupting_signal(exc)
@@ -200,8 +245,58 @@ def run(
         tuple(problems),
         timed_out,
         tuple(passes),
-        bool(stopped),
+        ender.ending,
     )
+
+
+class _Ender:
+    """Ends a run once, from whichever thread decides it: SIGTERM (`end_early`), and the whole
+    group stopped if it has not ended `END_GRACE_S` later."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], log_file: BinaryIO) -> None:
+        self.proc, self.log_file = proc, log_file
+        self.ending: Ending | None = None
+        self.ended_at = 0.0
+        self.finished = threading.Event()  # the run's output has ended
+        self._lock = threading.Lock()
+
+    def end(self, ending: Ending) -> None:
+        with self._lock:
+            if self.ending is not None:
+                return
+            self.ending, self.ended_at = ending, time.monotonic()
+            self.log_file.write(f"[nsdiag] {ending.detail}: ending the run\n".encode())
+            self.log_file.flush()
+            end_early(self.proc)
+
+    def overstayed(self) -> bool:
+        return self.ending is not None and time.monotonic() - self.ended_at > END_GRACE_S
+
+
+def _poll(
+    watch: Watch | None, ender: _Ender, on_wait: Callable[[str], None] | None
+) -> threading.Thread | None:
+    """The watch's timer: every `poll_s` until the run's output ends, end the run when the watch
+    says so, else tell what it waits for; stop the group if it outlives its SIGTERM."""
+    if watch is None:
+        return None
+
+    def loop() -> None:
+        while not ender.finished.wait(watch.poll_s):
+            if ender.ending is not None:
+                if ender.overstayed():
+                    stop_group(ender.proc)
+                    return
+                continue
+            ending = watch.overdue()
+            if ending is not None:
+                ender.end(ending)
+            elif on_wait is not None and (text := watch.waiting()) is not None:
+                on_wait(text)
+
+    thread = threading.Thread(target=loop, name="nsdiag-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def start_detached(

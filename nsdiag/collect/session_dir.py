@@ -171,6 +171,11 @@ class Status:
     estimate: dict[str, Any] | None = None  # phase 2's estimate before it ran (cost.py)
     budget: dict[str, Any] | None = None  # --budget: what it kept and left out
     interrupted: dict[str, Any] | None = None  # the signal, and the phase and step it stopped
+    # a PyTorch program: whether phase 1 recorded its functions' ranges (and why not)
+    pytorch_ranges: dict[str, Any] | None = None
+    # phase 2's wall-clock limit: its seconds, where they came from, whether it was reached and
+    # which runs it skipped (early_stop.Watch)
+    phase2_limit: dict[str, Any] | None = None
 
     def step(
         self,
@@ -209,6 +214,8 @@ class Status:
             budget=self.budget,
             interrupted=self.interrupted,
             breakdown=breakdown.summarise(self.steps, self.phases),
+            pytorch_ranges=self.pytorch_ranges,
+            phase2_limit=self.phase2_limit,
         )
 
     def save(self, sd: SessionDir) -> Path:

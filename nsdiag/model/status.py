@@ -6,7 +6,8 @@ warn about an incomplete profile or to say why a folder without session.json hol
 
 On disk it is one JSON object; its keys, in the order they are written: schema, complete,
 missing, error, steps, plan, coverage, rule_metrics, region, rank (a distributed run only),
-estimate, budget, interrupted, breakdown. Every version wrote schema to coverage; folders
+estimate, budget, interrupted, breakdown, pytorch_ranges (a PyTorch program only), phase2_limit
+(once phase 2 ran targeted). Every version wrote schema to coverage; folders
 written before the later keys existed (tests/data/**/status.json) lack them, and a missing key
 reads as unset. A key this version does not know is kept in `extra` (and written back), so a
 status a later version wrote stays readable.
@@ -43,6 +44,13 @@ class ProfileStatus:
     budget: Record | None = None  # --budget: what it kept and left out
     interrupted: Record | None = None  # the signal, and the phase and step it stopped
     breakdown: Record | None = None  # where the time went (collect/breakdown.py)
+    # a PyTorch program: {"asked", "recorded"[, "reason", "log"]}, whether phase 1's timeline
+    # has the PyTorch functions' NVTX ranges (collect/phase1.py: without them when they broke
+    # the program)
+    pytorch_ranges: Record | None = None
+    # phase 2's wall-clock limit: {"seconds", "source", "reached", "skipped_runs"}
+    # (collect/early_stop.py)
+    phase2_limit: Record | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)  # keys this version does not know
 
     def to_json(self) -> dict[str, Any]:
@@ -62,6 +70,8 @@ class ProfileStatus:
             "budget": _plain(self.budget),
             "interrupted": _plain(self.interrupted),
             "breakdown": _plain(self.breakdown),
+            **({"pytorch_ranges": _plain(self.pytorch_ranges)} if self.pytorch_ranges else {}),
+            **({"phase2_limit": _plain(self.phase2_limit)} if self.phase2_limit else {}),
         }
         out.update((k, v) for k, v in self.extra.items() if k not in out)
         return out
@@ -141,4 +151,6 @@ _FROM_JSON: dict[str, Callable[[Any], Any]] = {
     "budget": _object,
     "interrupted": _object,
     "breakdown": _object,
+    "pytorch_ranges": _object,
+    "phase2_limit": _object,
 }

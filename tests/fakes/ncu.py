@@ -5,7 +5,11 @@ Environment: FAKE_CALLS (argv log), FAKE_RAW / FAKE_DETAILS (recorded pages), FA
 full-set export whose header lists the metrics), FAKE_QUERY=fail, FAKE_<KIND>=mode for the run
 kinds export, targeted, durations and full (ok, refuse, perm, hang, nogpu, nokernels, appfail),
 FAKE_PIDS (where a hanging run writes its pids), FAKE_KERNELS (launches), FAKE_NCU_BANNER,
-FAKE_LAUNCH=die (a `--mode launch` program that ends before any attach), FAKE_ATTACH=fail.
+FAKE_LAUNCH=die (a `--mode launch` program that ends before any attach), FAKE_ATTACH=fail,
+FAKE_STALL_AFTER=N (a targeted run prints N progress lines, writes its pids to FAKE_PIDS and
+waits, as ncu does while the program's later launches are none it was asked for, until SIGTERM
+or SIGINT, on which it keeps its report), FAKE_NAMES=other (the progress lines name kernels the
+filter did not list, as ncu's other name bases print them).
 
 `--mode launch` holds the program until an `--mode attach` run on its port says it attached
 (files beside FAKE_CALLS), as ncu holds it at its first CUDA call; the attached run then waits
@@ -147,8 +151,11 @@ def shut_down(signum: int, frame: object) -> None:
     sys.exit(0)
 
 
+stall_after = int(os.environ.get("FAKE_STALL_AFTER", "-1")) if kind == "targeted" else -1
 if mode != "hang":
     signal.signal(signal.SIGTERM, shut_down)
+if stall_after >= 0:  # ncu finishes its report on SIGINT too (runner.stop_group sends it first)
+    signal.signal(signal.SIGINT, shut_down)
 if mode == "hang":
     with open(os.environ["FAKE_PIDS"], "w") as f:
         f.write(f"{os.getpid()} {child.pid}\n")
@@ -168,10 +175,18 @@ if kernels.startswith("regex:^("):  # ncu prints names in the filter's base
     import re
 
     names = [re.sub(r"\\(.)", r"\1", n) for n in kernels[len("regex:^(") : -2].split("|")]
+if os.environ.get("FAKE_NAMES") == "other":
+    names = [f"unplanned_kernel_{i}" for i in range(3)]
 # a program that fails under ncu fails before its planned launches (else nsdiag ends it first)
 for i in range(0 if mode == "appfail" else int(os.environ.get("FAKE_KERNELS", "3"))):
+    if i == stall_after:
+        break
     name = names[i % len(names)]
     print(f'==PROF== Profiling "{name}" - {i}: 0%....50%....100% - 38 passes', flush=True)
+if stall_after >= 0:
+    if "FAKE_PIDS" in os.environ:
+        Path(os.environ["FAKE_PIDS"]).write_text(f"{os.getpid()}\n")
+    time.sleep(600)
 if mode == "appfail" or code:
     print(f"==ERROR== The application returned an error code ({code or 3}).")
 Path(out + ".ncu-rep").write_bytes(b"fake report")
