@@ -76,10 +76,11 @@ def _per_device(
     the phase with most idle time). A range too small to report alone is left out (its twin in
     another range may be the one to fix), unless no range is large enough alone: then the
     device's idle time is one finding, under its largest range. Where the lanes are ranks, the
-    lane that would save most: the ranks step in lockstep, so a change made on every rank saves about the largest lane's part,
-    not the sum; and the late rank's CPU-bound and other idle time is the rank-imbalance
-    finding's (NSD420 names its cause), not counted again here. The idle time a per-parameter
-    optimizer step holds is NSD413's (optimizer.py), not launch-bound's or CPU-bound's."""
+    lane that would save most: the ranks step in lockstep, so a change made on every rank saves
+    about the largest lane's part, not the sum; and the late rank's CPU-bound and other idle
+    time is the rank-imbalance finding's (NSD420 names its cause), not counted again here. The
+    idle time a per-parameter optimizer step holds is NSD413's (optimizer.py), not
+    launch-bound's or CPU-bound's."""
     params = analysis.params_of(rule)
     gaps = ctx.waits.gaps
     if analysis.name in _OPTIMIZER_CLAIMED:
