@@ -45,6 +45,10 @@
 #                                     plain and under nsys; ncu on the optimizer step matching no
 #                                     kernel), and what ncu's launch filters cost per launch on the
 #                                     decode loop and the optimizer step (probe_ncu_filter_cost.sh)
+#   tools/record_real_programs.sh O   after issues 37-38: the static-cache decode under phase 1's
+#                                     flags without --pytorch (torch.compile breaks with it), and
+#                                     the histogram as written under `nsdiag profile` (the L2
+#                                     atomic metrics now requested)
 #   tools/record_real_programs.sh L   (two GPUs, nvidia-h200-x2; issue 29) transformers GPT-2 under
 #                                     DDP fed by a DataLoader (ddp_hf_train.py): balanced, a slow
 #                                     loader on rank 1 and its fix, uneven sequence lengths and
@@ -338,6 +342,10 @@ case $PART in
       "$R/probe_filters" $P/optim_step.py --warmup 2 --iters 3
     step plain_decode_static 60 200 python3 $P/decode.py --iters 4 --cache static
     step tl_decode_static 60 200 timeline_pt decode_static $P/decode.py --iters 4 --cache static
+    ;;
+  O)  # after issues 37-38
+    step tl_decode_static 60 150 timeline decode_static $P/decode.py --iters 4 --cache static
+    step prof_histogram 40 120 python3 -m nsdiag profile -v -o "$R/histogram" $P/histogram.py
     ;;
   L)  # two GPUs, a program nobody here wrote: stragglers as users meet them
     TR="python3 -m torch.distributed.run --standalone --nproc-per-node 2"
