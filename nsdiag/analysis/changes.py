@@ -120,9 +120,16 @@ def group_changes(
     )
     for k in kernels:
         label = names.get(k.demangled or k.name, k.name)
+        # a kernel an idiom recasts (one of its causes fires on it): its other kernel-local
+        # findings explain the same lost time, and go to the idiom's change too
+        idiom = next(
+            (m for f in k.findings if (m := kernel_idiom(f.cause, k.demangled or k.name))), None
+        )
         for f in k.findings:
-            idiom = kernel_idiom(f.cause, k.demangled or k.name)
-            draft = _idiom_draft(drafts, idiom) or _draft_for(drafts, f, k.name, label)
+            local = cause_of(f.cause, KERNEL).change == "kernel-rewrite"
+            draft = (_idiom_draft(drafts, idiom) if local else None) or _draft_for(
+                drafts, f, k.name, label
+            )
             draft.findings.append(f)
             draft.claims += _spread(table.parts[k.id], _want(f), ("kernel", k.name, k.id), f.rule)
     for i, f in enumerate(program_findings):
