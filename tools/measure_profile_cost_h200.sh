@@ -14,8 +14,12 @@ start=$SECONDS
 export PATH=$(dirname "$NSYS"):$PATH  # nsdiag finds this nsys (the one the notes say works)
 R=/tmp/cost; mkdir -p "$R"
 echo "== $(nvidia-smi -L) | $(python3 -c 'import torch; print(torch.__version__)') | $(ncu --version | tail -1)"
-pack() {
-  tar czf "$OUT/cost.tgz" -C "$R" --exclude='*.ncu-rep' --exclude='*.nsys-rep' --exclude='*.qdstrm' --exclude='*.sqlite' --exclude='*.csv' .
+pack() {  # status, breakdown and logs, without reports and tables (a decode loop's tables alone
+  # packed to 30 MB on 2026-12-01, over the device's 16 MB a file: nothing came back), in parts
+  rm -f "$OUT"/cost.tgz.part-*
+  tar czf - -C "$R" --exclude='*.ncu-rep' --exclude='*.nsys-rep' --exclude='*.qdstrm' \
+    --exclude='*.sqlite' --exclude='*.csv' --exclude='./*/tables' --exclude='./*/reports' . |
+    split -b 15M - "$OUT/cost.tgz.part-"
 }
 warm=()
 for name in "$@"; do  # packed after each, so a call cut short returns what was done
