@@ -58,6 +58,12 @@ LIBRARY_CASES: dict[str, tuple[tuple[str, str], tuple[str, str]]] = {
     # cuBLAS's 64x8-tile GEMM of an MLP decode step at batch 16 (both of its grids) vs a
     # 4096^3 bf16 GEMM
     "NSD207": (("programs/step_range", "nvjet_sm90_hsh_64x8"), ("torch_cases", "nvjet_sm90")),
+    # PyTorch's index_add_ of 200M samples into 256 counters (one global reduction per sample,
+    # the busiest L2 slice's atomic unit 79% busy) vs torch.bincount's shared-memory histogram
+    "NSD106": (
+        ("idioms/calib/hist_index_add_full.raw.csv.gz", "indexFuncLargeIndex"),
+        ("idioms/calib/hist_bincount_full.raw.csv.gz", "kernelHistogram1D"),
+    ),
     # an LM head's GEMM with a vocabulary of 50,257 (cuBLAS falls back to CUTLASS sm75 align1
     # kernels) vs the same GEMM padded to 50,304 (nvjet wgmma), benchmarks/programs/gemm_shapes.py
     "NSD208": (

@@ -68,7 +68,7 @@ IDIOMS: tuple[Idiom, ...] = (
         "fused-optimizer",
         "Step the optimizer over all parameters at once (fused=True)",
         "NSD413: torch.optim.<Optimizer>.step ranges launching 100+ single-tensor kernels a call",
-        "torch.optim.AdamW(params, ..., fused=True) (or foreach=True), "
+        "Build the optimizer with torch.optim.AdamW(params, ..., fused=True) (or foreach=True), "
         "clip_grad_norm_(..., foreach=True), zero_grad(set_to_none=True)",
         "the GPU's idle time while the host was in the step, less a fused step's host time "
         "(ViT-S, AdamW foreach=False on the H200: 23.1 ms predicted, 19.2 ms measured under "
