@@ -419,3 +419,8 @@ def test_the_synthetic_loop_waits_on_each_part_of_its_host_work(given_values: An
     assert "already replays CUDA graphs (20 graph launches beside 20 kernel launches)" in (
         launch.message
     )
+    # the host launched 2 things a step (a kernel, a graph), not the graphs' kernels one by one;
+    # the change says the graph is already there (issue 41)
+    assert "2 kernel launches per iteration" in launch.message
+    (change,) = [c for c in found[HOST_LOOP].changes if "NSD406" in c.rules]
+    assert change.key == "idiom:graph-the-rest" and "already replays" in change.title

@@ -86,6 +86,17 @@ IDIOMS: tuple[Idiom, ...] = (
         "between them (sampling, stopping criteria, cache bookkeeping) stays",
         rule="NSD406",
     ),
+    Idiom(
+        "graph-the-rest",
+        "Capture the rest of the step in the CUDA graph (the program already replays graphs)",
+        "NSD406 launch-bound in a program that replays CUDA graphs (cudaGraphLaunch calls in "
+        "the region): the idle time left is the host's eager launches around the graphs",
+        "Move the eager work around the graph into it (capture the whole step: inputs copied "
+        "into static buffers before graph.replay(), outputs read after), or fewer, larger graphs; "
+        "a graph's own kernels are already one launch",
+        "NSD406's, with the graph's kernels counted as the one launch the host made",
+        rule="NSD406",
+    ),
 )
 
 

@@ -179,16 +179,18 @@ def launch_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
 
     def draft(device: int, name: str, group: pd.DataFrame, saved: float) -> Draft:
         mine = kernels[kernels["device"] == device]
-        launches = len(mine)
+        kernels_run = len(mine)
+        graphs = account.graph_launches
+        # what the host launched: a replayed graph's kernels are one launch (the graph's)
+        launches = account.kernel_launches + graphs if graphs else kernels_run
         gpu = float((mine["end_ns"] - mine["start_ns"]).sum())
         idle = float(group["launch"].sum())
         host_per_launch = (gpu + idle) / launches if launches else 0.0
-        graphs = account.graph_launches
         values = {
             "idle_ms": idle / n / 1e6,
             "per": per,
             "launches": round(launches / n),
-            "kernel_us": gpu / launches / 1e3 if launches else 0.0,
+            "kernel_us": gpu / kernels_run / 1e3 if kernels_run else 0.0,
             "host_per_launch_us": host_per_launch / 1e3,
             "busy_pct": _busy_share(account, _device_gaps(account, device)) * 100,
             "saved_per_ms": saved / n / 1e6,
@@ -227,7 +229,7 @@ def launch_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         }
         return Draft(
             device, name, saved, values, evidence, details,
-            idiom="graph-the-forward" if loop else "",
+            idiom="graph-the-forward" if loop else ("graph-the-rest" if graphs else ""),
         )  # fmt: skip
 
     return _per_device(LAUNCH_BOUND, rule, ctx, "launch", draft, in_forward if loop else None)
