@@ -102,3 +102,14 @@ def test_the_docs_table_is_the_cause_table() -> None:
         "docs/diagnosis.md's cause table differs from records/causes.py; put this one in:\n"
         + cause_table()
     )
+
+
+IDIOM_TABLE = re.compile(r"<!-- idiom table:[^\n]*-->\n(.*?)<!-- end of idiom table -->", re.S)
+
+
+def test_the_docs_idiom_table_is_the_idiom_table() -> None:
+    from nsdiag.render.ruledoc import idiom_table
+
+    found = IDIOM_TABLE.search(DOCS.read_text())
+    assert found is not None, "docs/diagnosis.md lost its idiom table markers"
+    assert found.group(1).strip() == idiom_table()

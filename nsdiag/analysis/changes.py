@@ -41,6 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nsdiag.analysis.marginal import EPS_NS, Budget, Budgets, Taken, walk
+from nsdiag.analysis.records.applicability import LIBRARY_CHANGES, NO_CONVOLUTION_LAYOUT
 from nsdiag.analysis.records.causes import (
     KERNEL,
     KERNELS_TIME,
@@ -58,6 +59,7 @@ from nsdiag.analysis.records.findings import Finding
 from nsdiag.analysis.records.idioms import Idiom, idiom_named, joint_idiom, kernel_idiom
 from nsdiag.analysis.records.ranks import RankAnalysis
 from nsdiag.model.kernel_facts import parse_kernel_name
+from nsdiag.model.kernel_owner import library_of
 from nsdiag.model.names import normalized, short_names
 
 TouchKey = tuple[str, str, int | None]  # (kind, name, kernel id)
@@ -103,9 +105,11 @@ def group_changes(
     wall_ns: float,
     ranks: RankAnalysis | None = None,
     range_times: Mapping[int, Mapping[str, float]] | None = None,
+    convolutions: bool = True,
 ) -> tuple[Change, ...]:
     """The diagnosis's findings as changes, ranked by marginal saving, no estimate last.
-    `range_times`: each kernel's time per NVTX range (kernel id -> {range: ns}), where known."""
+    `range_times`: each kernel's time per NVTX range (kernel id -> {range: ns}), where known;
+    `convolutions`: whether the program runs any (one layout end to end needs them)."""
     sizes: dict[Budget, float] = {REGION: max(float(wall_ns), 0.0)}
     table = _kernel_budgets(kernels, range_times or {})
     for parts in table.parts.values():
@@ -128,13 +132,15 @@ def group_changes(
         for f in k.findings:
             local = cause_of(f.cause, KERNEL).change == "kernel-rewrite"
             draft = (_idiom_draft(drafts, idiom) if local else None) or _draft_for(
-                drafts, f, k.name, label
+                drafts, f, k.name, label, k.demangled, convolutions
             )
             draft.findings.append(f)
             draft.claims += _spread(table.parts[k.id], _want(f), ("kernel", k.name, k.id), f.rule)
     for i, f in enumerate(program_findings):
         idiom = joint_idiom(causes, f.cause) or (idiom_named(f.idiom) if f.idiom else None)
-        draft = _idiom_draft(drafts, idiom) or _draft_for(drafts, f, None, "")
+        draft = _idiom_draft(drafts, idiom) or _draft_for(
+            drafts, f, None, "", convolutions=convolutions
+        )
         draft.findings.append(f)
         draft.claims += _program_claims(i, f, table, sizes, wait is not None)
     budgets = Budgets(sizes, REGION)
@@ -201,14 +207,27 @@ def _wait_budget(ranks: RankAnalysis | None) -> float | None:
     return max(step - even, 0.0) * max(ranks.iterations, 1)
 
 
-def _draft_for(drafts: dict[str, _Draft], f: Finding, kernel: str | None, label: str) -> _Draft:
-    """The change a finding belongs to, new or already drafted."""
+def _draft_for(
+    drafts: dict[str, _Draft],
+    f: Finding,
+    kernel: str | None,
+    label: str,
+    demangled: str = "",
+    convolutions: bool = True,
+) -> _Draft:
+    """The change a finding belongs to, new or already drafted, in what the user controls
+    (records/applicability.py: a library's kernel is not rewritten; one layout end to end needs
+    convolutions)."""
+    fix = ""
     kind_name = cause_of(f.cause, PROGRAM if kernel is None else KERNEL).change
     kind = KINDS.get(kind_name)
     if kind is not None and kind.group == SWITCH:
         key, title = kind.key, kind.title
     elif kind is not None and kind.group == PER_KERNEL and kernel is not None:
         key, title = f"{kind.key}:{kernel}", kind.title.format(kernel=label)
+        library = LIBRARY_CHANGES.get(library_of(demangled or kernel) or "")
+        if library is not None:  # not the user's kernel: what they control of it
+            title, fix = library[0].format(kernel=label), library[1]
     else:  # one change per finding
         own = kind is not None and kind.group == PER_FINDING
         where = f" in NVTX range {f.range}" if f.range else ""
@@ -219,8 +238,10 @@ def _draft_for(drafts: dict[str, _Draft], f: Finding, kernel: str | None, label:
             n = len(f.named_kernels)
             title = kind.title.format(n=n, where=where) if own and kind else f"{f.title}{where}"
         kind_name = kind_name if own else PER_FINDING
+    if kind_name == "channels-last" and not convolutions:
+        title, fix = NO_CONVOLUTION_LAYOUT
     if key not in drafts:
-        drafts[key] = _Draft(key, kind_name, title)
+        drafts[key] = _Draft(key, kind_name, title, fix=fix)
     return drafts[key]
 
 

@@ -20,7 +20,7 @@ from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.dispatch import needs_timeline, program_findings
 from nsdiag.analysis.program.ranks import analyse_ranks, detailed_ranks, only_ranks
 from nsdiag.analysis.program.timeline.view import TimelineView, prepare
-from nsdiag.analysis.records.diagnosis import Diagnosis, TimelineSummary
+from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis, TimelineSummary
 from nsdiag.analysis.records.findings import Finding, Skipped
 from nsdiag.analysis.records.region import Region
 from nsdiag.analysis.region.choose import choose_region
@@ -28,6 +28,7 @@ from nsdiag.analysis.region.scope import RegionKernels, restrict, weigh_by_regio
 from nsdiag.analysis.region.startup import summarise
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.analysis.ruleset import default_rules
+from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.meta import SessionMeta
 from nsdiag.model.ranks import is_communication
 from nsdiag.model.session import Session
@@ -101,7 +102,15 @@ def diagnose(
         ranks=ranks,
         warnings=session.meta.warnings,
         changes=attribute(
-            group_changes(kernels, program, wall_ns, ranks, _range_times(ctx, program)), ctx
+            group_changes(
+                kernels,
+                program,
+                wall_ns,
+                ranks,
+                _range_times(ctx, program),
+                _convolutions(ctx, kernels),
+            ),
+            ctx,
         ),
     )
 
@@ -130,6 +139,17 @@ def _range_times(ctx: ProgramContext, program: Sequence[Finding]) -> dict[int, d
     for (kid, rng), ns in zip(sums.index.tolist(), sums.tolist(), strict=True):
         out.setdefault(int(kid), {})[str(rng)] = float(ns)
     return out
+
+
+def _convolutions(ctx: ProgramContext, kernels: Sequence[KernelDiagnosis]) -> bool:
+    """Whether the program runs convolutions (its launches' names say so; the profiled kernels
+    where there is no timeline)."""
+    names = (
+        ctx.session.timeline.loc[ctx.session.timeline["kind"] == "kernel", "name"]
+        if ctx.session.has_timeline() and "kind" in ctx.session.timeline
+        else pd.Series([k.demangled or k.name for k in kernels], dtype=object)
+    )
+    return any((parse_kernel_name(str(n)).kind or "").startswith("conv") for n in pd.unique(names))
 
 
 def _computation(kernels: pd.DataFrame) -> pd.DataFrame:

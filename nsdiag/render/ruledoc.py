@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from nsdiag.analysis.records.causes import CAUSES, KINDS, PER_FINDING, PER_KERNEL, SWITCH
+from nsdiag.analysis.records.idioms import IDIOMS
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.analysis.rules.template import template_fields
 
@@ -59,6 +60,20 @@ def rule_text(rule: RuleSpec, values: Mapping[str, str] | None = None) -> str:
             lines.extend(f"  - {item}" for item in value)
         else:
             lines.append(f"  {value}")
+    return "\n".join(lines)
+
+
+def idiom_table() -> str:
+    """docs/diagnosis.md's table of PyTorch idioms: one line per record of
+    analysis/records/idioms.py (tests/test_causes.py checks the page against it)."""
+    lines = [
+        "| idiom | what marks it | the change | the one-line fix | its saving |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for idiom in IDIOMS:
+        lines.append(
+            f"| `{idiom.slug}` | {idiom.evidence} | {idiom.title} | {idiom.fix} | {idiom.saving} |"
+        )
     return "\n".join(lines)
 
 

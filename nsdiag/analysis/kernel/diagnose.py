@@ -15,6 +15,7 @@ from nsdiag.analysis.kernel.gemm_reference import (
     references,
 )
 from nsdiag.analysis.kernel.namespace import KernelFacts, kernel_values
+from nsdiag.analysis.records.causes import KERNEL, cause_of
 from nsdiag.analysis.records.diagnosis import KernelDiagnosis, NcuRuleResult
 from nsdiag.analysis.records.findings import Finding, Skipped
 from nsdiag.analysis.records.kernel import MeasuredCeiling, RooflinePosition
@@ -113,8 +114,23 @@ def _apply(
             findings.append(result)
         elif isinstance(result, Skipped):
             skipped.append(Skipped(result.rule, result.reason, name))
-    findings.sort(key=lambda f: f.rank_key)
-    return tuple(findings), tuple(skipped)
+    kept = _unsuperseded(findings)
+    skipped += [
+        Skipped(f.rule, f"superseded on this kernel by {by.rule} {by.cause}", name)
+        for f, by in ((f, _superseder(f, findings)) for f in findings if f not in kept)
+        if by is not None
+    ]
+    kept.sort(key=lambda f: f.rank_key)
+    return tuple(kept), tuple(skipped)
+
+
+def _superseder(f: Finding, findings: Sequence[Finding]) -> Finding | None:
+    """The finding on the same kernel whose cause replaces this one's (records/causes.py)."""
+    return next((g for g in findings if f.cause in cause_of(g.cause, KERNEL).supersedes), None)
+
+
+def _unsuperseded(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if _superseder(f, findings) is None]
 
 
 # The causes that explain a saturated limiter: at a roof its finding has no estimate (only fewer

@@ -67,6 +67,9 @@ class Cause:
     budget: str  # one of BUDGETS
     doc: str  # what it is, in a line
     work: str = KERNELS  # one of WORK
+    # causes whose findings on the same kernel this one's replaces (a matrix product too thin
+    # for its tiles is not told to use tensor cores: it should not be a matrix product)
+    supersedes: tuple[str, ...] = ()
 
     @property
     def rule_scope(self) -> str:
@@ -137,7 +140,8 @@ CAUSES: Mapping[str, Cause] = {
         _kernel("compute-pipe-saturated", "a compute pipe is saturated"),
         _kernel("fp64-heavy", "double-precision arithmetic dominates"),
         _kernel("special-function-heavy", "the special-function unit (XU) is the bottleneck"),
-        _kernel("degenerate-gemm", "a matrix product too thin for its tiles"),
+        Cause("degenerate-gemm", KERNEL, "kernel-rewrite", KERNEL_TIME,
+              "a matrix product too thin for its tiles", supersedes=("tensor-core-unused",)),
         _kernel("barrier-stall", "warps wait at `__syncthreads()`"),
         _kernel("low-occupancy", "occupancy too low to hide latency"),
         _kernel("tail-effect", "a partial last wave (tail effect, wave quantisation)"),

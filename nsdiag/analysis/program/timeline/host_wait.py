@@ -50,6 +50,12 @@ STEP_ADVICE = (
     "foreach=True for clip_grad_norm_), fewer and larger operations, or compile the step "
     "(torch.compile); keep per-step logging and metrics out of the loop."
 )
+UNKNOWN_HOST_ADVICE = (
+    "the host is not preparing input there (no copy to the GPU follows it): find the Python "
+    "that runs between the CUDA calls (nsdiag profile records which PyTorch function it is in; "
+    "a Python profiler such as py-spy shows the rest), then batch it, move it out of the loop "
+    "or into a background thread."
+)
 # The step's own PyTorch functions hold the host's time when they hold at least this share of
 # the CPU idle time; a host stretch ends in input preparation when this share of it ends in a
 # host-to-device copy (the input note's threshold).
@@ -300,11 +306,13 @@ def cpu_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
 
 
 def _cpu_advice(ctx: ProgramContext, group: pd.DataFrame, copy_share: float) -> str:
-    """The input pipeline's remedies, unless the PyTorch function ranges were recorded and the
-    host's stretches do not end in copies to the GPU: then where the host spends the time (the
-    step's own PyTorch functions, or the program's Python between them) and how to batch it."""
-    if not ctx.functions.recorded or not len(group) or copy_share >= INPUT_SHARE:
+    """The input pipeline's remedies where the host's stretches end in copies to the GPU (it
+    prepares input); else where the host spends the time (the step's own PyTorch functions, or
+    the program's Python between them, where the PyTorch function ranges say) and what to do."""
+    if not len(group) or copy_share >= INPUT_SHARE:
         return INPUT_ADVICE
+    if not ctx.functions.recorded:
+        return UNKNOWN_HOST_ADVICE
     outer, _ = ctx.gap_sites
     sites = pd.Series(outer, index=ctx.waits.gaps.index).loc[group.index]
     cpu = group["cpu"].groupby(sites.to_numpy()).sum()
