@@ -34,6 +34,7 @@ from nsdiag.analysis.records.findings import Finding  # noqa: E402
 DATA = ROOT / "tests" / "data"
 LOGS = DATA / "programs" / "logs"
 TP = "third_party/logs"  # the third-party programs' logs (tests/data/README.md)
+ID = "idioms/logs"  # issue 37's programs (tests/data/README.md, idioms/)
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,11 @@ class Timed:
     folder: str = "programs/logs"  # under tests/data
 
     def ms(self) -> float:
+        path = DATA / self.folder / self.log
+        text = gzip.decompress(path.read_bytes()).decode() if path.suffix == ".gz" else None
         results = [
             json.loads(line.split(" ", 1)[1])
-            for line in (DATA / self.folder / self.log).read_text().splitlines()
+            for line in (text if text is not None else path.read_text()).splitlines()
             if line.startswith("NSDIAG_RESULT ")
         ]
         result = results[self.line]
@@ -197,6 +200,33 @@ PAIRS: tuple[Pair, ...] = (
         "copied with non_blocking=True",
         Timed("tl_logging24.log", folder=TP), Timed("tl_logging24_pinned.log", folder=TP),
         (Timed("plain_logging24.log", folder=TP), Timed("plain_logging24_pinned.log", folder=TP)),
+    ),
+    Pair(
+        "optim_step.py", "idioms/optim_step", ("NSD413",),
+        "AdamW(..., fused=True) instead of foreach=False",
+        Timed("prof_optim.log.gz", folder=ID), Timed("tl_optim_fused.log", folder=ID),
+        (Timed("plain_optim.log", folder=ID), Timed("plain_optim_fused.log", folder=ID)),
+    ),
+    Pair(
+        "histogram.py", "idioms/histogram", ("NSD106",),
+        "torch.bincount(index, minlength=256) instead of index_add_",
+        Timed("prof_histogram.log.gz", folder=ID), Timed("tl_hist_bincount.log", folder=ID),
+        (Timed("plain_hist_index_add.log", folder=ID), Timed("plain_hist_bincount.log", folder=ID)),
+    ),
+    Pair(
+        "copy_feed.py", "idioms/copy_feed", ("NSD401", "NSD402"),
+        "pinned batches, the next one copied on a side stream during the step",
+        Timed("prof_copy.log.gz", folder=ID), Timed("tl_copy_prefetch.log", folder=ID),
+        (Timed("plain_copy.log", folder=ID), Timed("plain_copy_prefetch.log", folder=ID)),
+    ),
+    Pair(
+        "decode.py (GPT-2 generate, batch 1)", "idioms/decode.sqlite.gz", ("NSD406",),
+        "generate(..., cache_implementation=\"static\") (its decode step compiled into CUDA "
+        "graphs)",
+        Timed("tl_decode.log", folder=ID), Timed("tl_decode_static_nsys.log", folder=ID),
+        (Timed("plain_decode.log", folder=ID), Timed("plain_decode_static.log", folder=ID)),
+        note="per request of 96 tokens; the traced static run is under nsys without "
+        "--pytorch=functions-trace (torch.compile cannot import nsys's annotations module)",
     ),
 )  # fmt: skip
 
