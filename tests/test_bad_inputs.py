@@ -32,7 +32,7 @@ def _run(args: list[str], env: dict[str, str], isolated: bool) -> tuple[int, str
             [sys.executable, "-c", _LAUNCH.format(cap=MEMORY_CAP), *argv],
             capture_output=True,
             text=True,
-            timeout=120,  # a hang fails the test instead of the suite
+            timeout=900,  # a hang fails the test instead of the suite (46 s alone on 2 busy cores)
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         )

@@ -47,14 +47,15 @@ def test_fp32_gemms_are_matched_to_their_bf16_kernels() -> None:
 
 
 def test_prediction_check_is_one_row_per_change_as_ranked() -> None:
-    """bf16 resolves ten NSD204 findings of one change (turn on TF32 or bf16): one row for it,
+    """bf16 resolves nine NSD204 findings of one change (turn on TF32 or bf16): one row for it,
     in BEFORE's ranking, not one row per GEMM kernel."""
     d = diff(FP32, BF16)
     rows = d.by_change
     ranks = [r.rank for r in rows]
     assert ranks == sorted(ranks) and len({r.key for r in rows}) == len(rows)
     (precision,) = [r for r in rows if r.key == "precision:tf32-or-bf16"]
-    assert precision.rank == 1 and precision.made and precision.findings == 10
+    assert precision.rank == 1 and precision.made and precision.findings == 9
+    # (10 fp32 GEMMs fire NSD204; one is too thin for its tiles: NSD206 supersedes it there)
     assert precision.predicted_ns is not None and precision.measured_ns is not None
     text = render_diff_text(d)
     assert text.count("NSD204") == 1, text

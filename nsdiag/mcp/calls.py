@@ -94,7 +94,7 @@ def report(
 
 def rules(action: str = "list", rule_id: str | None = None) -> Answer:
     """`nsdiag rules list` (with each rule's fields as data) or `nsdiag rules show ID`."""
-    from nsdiag.analysis.ruleset import find_rule
+    from nsdiag.analysis.ruleset import find_rule, template_values
     from nsdiag.cli.rules import active_rules
     from nsdiag.render.ruledoc import rule_row, rule_text
 
@@ -104,7 +104,8 @@ def rules(action: str = "list", rule_id: str | None = None) -> Answer:
             raise InputError(
                 "rules show: no rule id given", "e.g. NSD101, or a cause slug: pageable-memcpy"
             )
-        return Answer(rule_text(find_rule(rule_id, rule_set.rules)))
+        rule = find_rule(rule_id, rule_set.rules)
+        return Answer(rule_text(rule, template_values(rule)))
     rows = [rule_row(r, r.path if r.id in rule_set.user else None) for r in rule_set.rules]
     listed = [
         {"id": r.id, "scope": r.scope, "cause": r.cause, "title": r.title} for r in rule_set.rules

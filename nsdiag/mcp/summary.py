@@ -61,22 +61,28 @@ def _saving(change: Document, iterations: int) -> str:
 
 
 def code_text(change: Document) -> str | None:
-    """The change's code as its record gives it: names (with their share where there is one)."""
+    """The change's code as its record gives it (analysis/records/code.py): the Python
+    functions holding its work with their launches and host time, else the operators its
+    kernel names imply, else what a profile with the PyTorch ranges would add; None: nothing."""
     code = change.get(CODE_KEY)
-    if not code:
+    if not isinstance(code, Mapping):
         return None
-    items = code if isinstance(code, list) else [code]
+    per = " per iteration" if code.get("per_iteration") else ""
+    total = code.get("total_launches") or 0
     parts = []
-    for item in items:
-        if isinstance(item, Mapping):
-            name = item.get("function") or item.get("name")
-            part = str(name) if name is not None else str(dict(item))
-            if item.get("share") is not None:
-                part += f" ({share(item['share'])})"
-            parts.append(part)
-        else:
-            parts.append(str(item))
-    return "; ".join(parts)
+    for site in code.get("sites") or []:
+        words = [f"{site['function']}"]
+        if site.get("launches"):
+            words.append(f"{site['launches']:,.0f} of {total:,.0f} launches{per}")
+        if site.get("host_ns"):
+            words.append(f"{site['host_ns'] / 1e6:.1f} ms of host time")
+        parts.append(": ".join([words[0], ", ".join(words[1:])]) if len(words) > 1 else words[0])
+    if parts:
+        return "; ".join(parts)
+    if code.get("operators"):
+        return ", ".join(code["operators"]) + " (from the kernel names)"
+    note = code.get("note")
+    return str(note) if note else None
 
 
 def diff_summary(doc: Document, gate_line: str | None, top: int = 5) -> str:
