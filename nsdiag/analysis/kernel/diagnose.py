@@ -15,6 +15,7 @@ from nsdiag.analysis.kernel.gemm_reference import (
     references,
 )
 from nsdiag.analysis.kernel.namespace import KernelFacts, kernel_values
+from nsdiag.analysis.kernel.ncu_stand_in import contradiction, ncu_finding, stand_in
 from nsdiag.analysis.records.causes import KERNEL, cause_of
 from nsdiag.analysis.records.diagnosis import KernelDiagnosis, NcuRuleResult
 from nsdiag.analysis.records.findings import Finding, Skipped
@@ -78,7 +79,8 @@ def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) ->
     )
     values = kernel_values(facts)
     time = (float(row["total_duration_ns"]), inputs.wall_ns)
-    findings, skipped = _apply(inputs.rules, values, name, time)
+    ncu_rules = ncu_rule_results(inputs.session, row["launch_ids"])
+    findings, skipped = _apply(inputs.rules, values, name, time, ncu_rules)
     findings = _verdict_first(findings, v.limiter)
     return KernelDiagnosis(
         id=index,
@@ -97,15 +99,21 @@ def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) ->
         metrics=_metrics(row),
         findings=findings,
         skipped=skipped,
-        ncu_rules=ncu_rule_results(inputs.session, row["launch_ids"]),
+        ncu_rules=ncu_rules,
         close_call=v.close_call,
     )
 
 
 def _apply(
-    rules: Sequence[RuleSpec], values: Mapping[str, Any], name: str, time: tuple[float, float]
+    rules: Sequence[RuleSpec],
+    values: Mapping[str, Any],
+    name: str,
+    time: tuple[float, float],
+    ncu_rules: Sequence[NcuRuleResult] = (),
 ) -> tuple[tuple[Finding, ...], tuple[Skipped, ...]]:
-    """`time`: the kernel's time in the region and the region's wall time."""
+    """`time`: the kernel's time in the region and the region's wall time. A rule skipped for a
+    missing metric takes the finding of the ncu rule that stands in for it, if the kernel has
+    one (analysis/kernel/ncu_stand_in.py)."""
     findings: list[Finding] = []
     skipped: list[Skipped] = []
     for rule in rules:
@@ -113,7 +121,16 @@ def _apply(
         if isinstance(result, Finding):
             findings.append(result)
         elif isinstance(result, Skipped):
-            skipped.append(Skipped(result.rule, result.reason, name))
+            note = Skipped(result.rule, result.reason, name)
+            standing = stand_in(rule, ncu_rules)
+            against = contradiction(rule, standing, values) if standing else None
+            if standing is not None and against is not None:
+                reason = f"{note.reason}; ncu's {standing.rule} left out: {against}"
+                note = Skipped(note.rule, reason, name)
+            elif standing is not None:
+                found, note = ncu_finding(rule, note, standing, values, *time)
+                findings.append(found)
+            skipped.append(note)
     kept = _unsuperseded(findings)
     skipped += [
         Skipped(f.rule, f"superseded on this kernel by {by.rule} {by.cause}", name)

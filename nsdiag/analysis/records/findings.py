@@ -14,8 +14,11 @@ from typing import Any
 
 from nsdiag.analysis.records.jsonsafe import json_number
 
-# What a finding's saving is computed from.
-ESTIMATES = ("metrics", "timeline", "names", "none")
+# What a finding's saving is computed from ("ncu-rule": Nsight Compute's own estimated speedup,
+# where its rule stands in for a kernel rule whose metrics are missing).
+ESTIMATES = ("metrics", "timeline", "names", "ncu-rule", "none")
+# Who found it: nsdiag's rule on its metrics, or Nsight Compute's rule standing in for it.
+SOURCES = ("nsdiag", "ncu-rule")
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,14 @@ class Finding:
     # A program idiom the finding is (records/idioms.py): its change has the idiom's title and
     # fix; "": none.
     idiom: str = ""
+    # Where ncu's own rule stands in for this finding's kernel rule (analysis/kernel/
+    # ncu_stand_in.py): that rule result as NcuRuleResult.to_json gives it; empty otherwise.
+    ncu_rule: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        """One of SOURCES: "ncu-rule" where ncu's rule stands in, else "nsdiag"."""
+        return "ncu-rule" if self.ncu_rule else "nsdiag"
 
     @property
     def rank_key(self) -> tuple[float, str]:
@@ -95,6 +106,7 @@ class Finding:
             "rule": self.rule,
             "cause": self.cause,
             "title": self.title,
+            "source": self.source,
             "saved_ns": json_number(self.saved_ns),
             "saved_per_iteration_ns": json_number(self.saved_ns / iterations)
             if iterations and self.saved_ns is not None
@@ -112,6 +124,8 @@ class Finding:
         }
         if self.kernel is not None:
             out["kernel"] = self.kernel
+        if self.ncu_rule:
+            out["ncu_rule"] = dict(self.ncu_rule)
         details = (
             {"chain": list(self.kernels), "occurrences": self.details.occurrences}
             if isinstance(self.details, FusionChain)

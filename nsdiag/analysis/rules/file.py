@@ -51,6 +51,8 @@ _SHAPES: Shapes = {
     "impact": (_is_text, "a string (an expression)"),
     "impact_basis": (_is_text, "a string"),
     "evidence": (_is_names, "a list of metric names"),
+    "ncu_rules": (_is_names, "a list of Nsight Compute rule ids"),
+    "ncu_condition": (_is_text, "a string (an expression)"),
     "message": (_is_text, "a string (a template)"),
     "fix": (_is_text, "a string (a template)"),
     "analysis": (_is_text, "a string (a program analysis)"),
@@ -63,7 +65,15 @@ _DOC_SHAPES: Shapes = {
     "references": (_is_text_or_texts, "a string or a list of strings"),
 }
 # Keys that only one scope reads: a kernel rule's condition, a program rule's analysis.
-KERNEL_ONLY = ("condition", "impact", "requires", "evidence", "defaults")
+KERNEL_ONLY = (
+    "condition",
+    "impact",
+    "requires",
+    "evidence",
+    "defaults",
+    "ncu_rules",
+    "ncu_condition",
+)
 PROGRAM_ONLY = ("analysis",)
 
 

@@ -19,6 +19,8 @@ from nsdiag.analysis.rules.file import DOC_SECTIONS, read_rule_file
 from nsdiag.analysis.rules.template import template_problems
 from nsdiag.errors import RuleError
 
+# The name a rule's ncu_condition reads for ncu's estimated speedup, in %.
+NCU_SPEEDUP = "ncu_speedup"
 _NAMES_HINT = "use names from nsdiag/model/catalogue.py or nsdiag/analysis/kernel/namespace.py"
 
 
@@ -76,6 +78,12 @@ class RuleSpec:
     analysis: str = ""  # program rules: the analysis that implements them
     path: str = ""
     defaults: dict[str, float] = field(default_factory=dict)  # name -> value when missing
+    # Nsight Compute's rules that stand in for this one where a metric it needs is missing
+    # (analysis/kernel/ncu_stand_in.py), in order of preference: ncu's rule ids
+    ncu_rules: tuple[str, ...] = ()
+    # What nsdiag's known metrics must not contradict for ncu's rule to stand in; it may also
+    # read NCU_SPEEDUP, ncu's estimated speedup in % (missing where ncu gave none)
+    ncu_condition: Expression | None = None
 
 
 def _text(data: dict[str, Any], key: str, path: Path) -> str:
@@ -130,6 +138,20 @@ def _names(data: dict[str, Any], key: str, path: Path, known: frozenset[str]) ->
             f"{path}: {key} names unknown metric(s) {', '.join(unknown)}", "fix the rule file"
         )
     return names
+
+
+def _ncu_rules(data: dict[str, Any], path: Path) -> tuple[str, ...]:
+    """ncu's rule ids (`UncoalescedGlobalAccess`): identifiers, each once."""
+    ids = tuple(data.get("ncu_rules", []))  # file.py checked: a list of strings
+    bad = [i for i in ids if not _ID.fullmatch(i)]
+    if bad:
+        raise RuleError(
+            f"{path}: ncu_rules: {', '.join(map(repr, bad))} is not an ncu rule id",
+            'ncu_rules = ["UncoalescedGlobalAccess"]',
+        )
+    if len(set(ids)) < len(ids):
+        raise RuleError(f"{path}: ncu_rules names a rule twice", "name each ncu rule once")
+    return ids
 
 
 def _doc(data: dict[str, Any], path: Path) -> dict[str, str | list[str]]:
@@ -251,6 +273,9 @@ def parse_rule(path: Path, vocabulary: Vocabulary) -> RuleSpec:
     if scope == "kernel" and condition is None:
         raise RuleError(f"{path}: kernel rules need a condition", 'add condition = "..."')
     impact = _expr(data, "impact", path, known, constants)
+    ncu_condition = _expr(data, "ncu_condition", path, known | {NCU_SPEEDUP}, constants)
+    if ncu_condition is not None and not data.get("ncu_rules"):
+        raise RuleError(f"{path}: ncu_condition without ncu_rules", "name the ncu rules it gates")
     read = frozenset().union(*(e.names for e in (condition, impact) if e is not None))
     analysis = _analysis(data, path, scope, vocabulary.analyses)
     if analysis is not None:
@@ -273,4 +298,6 @@ def parse_rule(path: Path, vocabulary: Vocabulary) -> RuleSpec:
         analysis=analysis.name if analysis is not None else "",
         path=str(path),
         defaults=_defaults(data, path, requires, read),
+        ncu_rules=_ncu_rules(data, path),
+        ncu_condition=ncu_condition,
     )
