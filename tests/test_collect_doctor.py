@@ -39,6 +39,11 @@ def test_doctor_without_gpu_or_tools(clean_env: Path) -> None:
     assert not doctor.healthy(checks.values())
     result = CliRunner().invoke(doctor_command, [])
     assert result.exit_code == 1 and "FAIL" in result.output and "fix:" in result.output
+    # what still works without a GPU, said last
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("nsdiag profile needs what failed above; explain, report, diff")
+    assert "need no GPU and work here" in last
+    assert doctor.what_works([]).startswith("nsdiag profile works here")
 
 
 def test_doctor_reads_nvidia_smi_and_ldd(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -165,3 +165,18 @@ def test_every_change_of_a_pytorch_program_names_code_or_says_why_not() -> None:
         for change in diagnosis(f"{IDIOM}/{recording}").changes[:5]:
             assert change.code is not None, (recording, change.key)
             assert change.code.sites or change.code.operators or change.code.note
+
+
+def test_explain_names_each_changes_code_in_words() -> None:
+    """The terminal says whose code a change is about: the function and its share of the
+    launches where the PyTorch ranges were recorded; what the ranges would add only with -v."""
+    from nsdiag.render import fmt
+
+    first_change = first("optim_step")
+    line = fmt.code(first_change)
+    assert line is not None and line.startswith("torch.optim.AdamW.step")
+    assert "launches per iteration" in line and "ms of host time" in line
+    without = diagnosis(f"{IDIOM}/optim_nsys_only.sqlite.gz").changes[0]
+    assert fmt.code(without) is None
+    verbose = fmt.code(without, verbose=True)
+    assert verbose is not None and "--pytorch=functions-trace" in verbose

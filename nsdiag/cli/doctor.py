@@ -18,7 +18,7 @@ from nsdiag.cli.errors import CONTEXT, one_line_errors
 def doctor(ncu: str | None, nsys: str | None) -> None:
     """Check that this machine can profile: GPU and driver, ncu and nsys, counter access,
     packages."""
-    from nsdiag.collect.doctor import healthy, run_checks
+    from nsdiag.collect.doctor import healthy, run_checks, what_works
 
     checks = run_checks(ncu, nsys)
     console = Console(highlight=False)
@@ -29,5 +29,6 @@ def doctor(ncu: str | None, nsys: str | None) -> None:
         )
         if c.fix:
             console.print(f"      fix: {escape(c.fix)}", soft_wrap=True)
+    console.print(escape(what_works(checks)), soft_wrap=True)
     if not healthy(checks):
         sys.exit(1)

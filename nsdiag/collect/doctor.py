@@ -255,3 +255,20 @@ def run_checks(
 def healthy(checks: Sequence[Check]) -> bool:
     """No check failed (skipped ones do not count)."""
     return all(c.ok is not False for c in checks)
+
+
+# what needs neither a GPU nor ncu/nsys: every command that reads recordings
+OFFLINE_COMMANDS = ("explain", "report", "diff", "rules", "mcp")
+
+
+def what_works(checks: Sequence[Check]) -> str:
+    """One line for the end of the checks: the commands that read recordings work on any
+    machine; `nsdiag profile` only where the checks pass."""
+    offline = ", ".join(OFFLINE_COMMANDS)
+    if healthy(checks):
+        return f"nsdiag profile works here; {offline} need no GPU and work anywhere"
+    return (
+        f"nsdiag profile needs what failed above; {offline} need no GPU and work here on "
+        "recordings made elsewhere (ncu .ncu-rep or CSV exports, nsys .sqlite or CSV exports, "
+        "session folders)"
+    )

@@ -8,7 +8,7 @@ again for every name set. Pure: a DataFrame in, arrays out.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -28,6 +28,9 @@ class Codes:
     last_end: float  # the latest end (NaN: none known)
     first_inside: int  # the analysed region's first launch (0 without a region or none in it)
     region_partial: bool  # some launches lie outside the analysed region
+    # per code of `key`: whether all its launches are of one kernel (one demangled name): not
+    # so for template variants behind one bare function name
+    one_kernel: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
 
 @dataclass(frozen=True)
@@ -76,17 +79,31 @@ def encode(launches: pd.DataFrame) -> Codes:
         partial = not bool(inside.all())
         hits = np.flatnonzero(inside)
         first_inside = int(hits[0]) if len(hits) else 0
+    key = _combined(name, grid, block)
     return Codes(
         {str(u): i for i, u in enumerate(uniques)},
         name,
-        _combined(name, grid, block),
+        key,
         _combined(grid, block),
         start,
         end,
         float(np.nanmax(end)) if np.isfinite(end).any() else float("nan"),
         first_inside,
         partial,
+        _one_kernel(key, launches),
     )
+
+
+def _one_kernel(key: np.ndarray, launches: pd.DataFrame) -> np.ndarray:
+    """Per key code: whether its launches share one demangled name (`name`; without the column,
+    none is known to)."""
+    out = np.zeros(int(key.max(initial=-1)) + 1, dtype=bool)
+    if "name" not in launches or not len(key):
+        return out
+    kernel = _codes_of(launches["name"].astype(str))
+    pairs = np.unique(np.stack([key, kernel]), axis=1)
+    out[:] = np.bincount(pairs[0], minlength=len(out)) == 1
+    return out
 
 
 def ranked(codes: Codes, names: Iterable[str], key_has_name: bool, after: int = 0) -> Seen:

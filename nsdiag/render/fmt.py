@@ -350,3 +350,27 @@ def bound_text(kernel: KernelDiagnosis, short: bool = False) -> str:
         return f"{bound}: {unit.removeprefix('the ')}" if short else f"{bound} on {unit}"
     reason = limiter.replace("_", " ")
     return f"{bound}: {reason}" if short else f"{bound} ({reason})"
+
+
+def code(change: Change, verbose: bool = False) -> str | None:
+    """Whose code a change is about (its CodeAttribution): the Python functions holding its work,
+    with their launches and host time, else the operators its kernel names imply; with `verbose`
+    also what a profile with the PyTorch ranges would add. None: nothing to say."""
+    attribution = change.code
+    if attribution is None:
+        return None
+    per = " per iteration" if attribution.per_iteration else ""
+    parts = []
+    for site in attribution.sites:
+        words = []
+        if site.launches:
+            words.append(f"{site.launches:,.0f} of {attribution.total_launches:,.0f} launches{per}")
+        if site.host_ns:
+            words.append(f"{time_ns(site.host_ns)} of host time")
+        where = f"{site.function} ({site.inner})" if site.inner else site.function
+        parts.append(f"{where}: {', '.join(words)}" if words else where)
+    if parts:
+        return "; ".join(parts)
+    if attribution.operators:
+        return ", ".join(attribution.operators) + " (from the kernel names)"
+    return attribution.note or None if verbose else None

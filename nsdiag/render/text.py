@@ -161,6 +161,9 @@ def _change(view: View, i: int, change: Change) -> None:
         summary = _touch_summary(view, change)
         if summary:
             page.para(summary, indent=indent, style=DIM, lines=1)
+    code = fmt.code(change, verbose)
+    if code:
+        page.para(code, label="code: ", indent=indent, style=DIM, lines=None if verbose else 1)
     if change.findings:
         lead = change.findings[0]
         page.para(
