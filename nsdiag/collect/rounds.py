@@ -153,17 +153,17 @@ def _ranks(
     every launch of its configuration does for a signature of one duration group whose
     configuration launches no other kernel (template variants can share a bare name)."""
     seen = _seen(launches, names, key_has_name, after)
+    coded = codes(launches)
     any_of_config = earliest_of_config and key_has_name
-    per_key = np.bincount(codes(launches).key[seen.positions]) if any_of_config else None
+    per_key = np.bincount(coded.key[seen.positions]) if any_of_config else None
     ranks = {}
     for s in sigs:
         if s.filter_name in names:
             key = (id(seen.rank_at), s, any_of_config)
             hit = _RANKS_CACHE.get(key)
             if hit is None:
-                first = s.positions[0] if s.positions else s.first
-                k = int(codes(launches).key[first])
-                if per_key is not None and s.variants == 1 and codes(launches).one_kernel[k]:
+                k = int(coded.key[s.positions[0] if s.positions else s.first])
+                if per_key is not None and s.variants == 1 and coded.one_kernel[k]:
                     hit = np.arange(int(per_key[k]) if k < len(per_key) else 0, dtype=np.int64)
                 else:
                     at = seen.rank_at[np.asarray(s.positions or (s.first,), dtype=np.int64)]

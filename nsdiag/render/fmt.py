@@ -373,4 +373,4 @@ def code(change: Change, verbose: bool = False) -> str | None:
         return "; ".join(parts)
     if attribution.operators:
         return ", ".join(attribution.operators) + " (from the kernel names)"
-    return attribution.note or None if verbose else None
+    return (attribution.note or None) if verbose else None
