@@ -21,7 +21,12 @@ def finish(state: RunState, export: bool = True) -> Session | None:
                 state, [r for r in state.reports if csv_for(r, "raw").name not in exported]
             )
     with state.timed("tables"):
-        session = _tables(state)
+        try:
+            session = _tables(state)
+        finally:
+            if state.stager is not None:
+                state.stager.discard()
+                state.stager = None
     state.status.save(state.sd)  # after the phase ended: with its seconds
     return session
 
@@ -36,7 +41,8 @@ def _tables(state: RunState) -> Session | None:
     session = session_dir.assemble(state.exported, state.phase1_timeline, meta)
     if session is not None:
         _weigh(state, session)
-        session_dir.save_tables(state.sd, session)
+        staged = state.stager.take() if state.stager is not None else None
+        session_dir.save_tables(state.sd, session, staged)
     else:
         state.status.lacks("tables (nothing was recorded)")
     return session

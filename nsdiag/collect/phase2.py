@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from nsdiag.collect import argv as cmd
-from nsdiag.collect import budget, cost, metric_set, runner, targeted_runs, tools
+from nsdiag.collect import budget, cost, metric_set, runner, table_staging, targeted_runs, tools
 from nsdiag.collect.cost import SECONDS_PER_LAUNCH
 from nsdiag.collect.plan import ArgvFor, Plan, plan_launches
 from nsdiag.collect.plan import describe as describe_plan
@@ -44,6 +44,7 @@ def targeted(state: RunState, launches: pd.DataFrame, program_s: float) -> None:
         plan = _plan(state, launches, program_s, sections, _argv_for(state, sections, metrics))
     if plan is None:
         return  # --budget left every signature out: the session keeps the timeline
+    state.stager = table_staging.stage(state.phase1_timeline, state.sd.root)
     with_sections = _argv_for(state, "sections", [])
     estimated = [of_rounds(sections, program_s, [r]).runs_s for r in plan.rounds]
     with state.timed("phase2"):

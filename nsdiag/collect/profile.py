@@ -100,6 +100,8 @@ def _run_phases(state: RunState) -> Session | None:
     finally:
         for waiting in state.standbys:
             waiting.end()  # never left waiting: interrupt, error or a plan without it
+        if state.stager is not None:  # a run that ended before its tables were saved
+            state.stager.discard()
 
 
 def _standby(state: RunState) -> standby.Standby | None:

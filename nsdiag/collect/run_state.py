@@ -19,6 +19,7 @@ from nsdiag.collect.plan import Plan
 from nsdiag.collect.program import child_env
 from nsdiag.collect.standby import Standby
 from nsdiag.collect.standby import start as start_held
+from nsdiag.collect.table_staging import TableStager
 from nsdiag.model.session import Session
 
 
@@ -52,6 +53,7 @@ class RunState:
     first_cuda_s: float = 0.0  # phase 1: the program's start-up before its first CUDA call
     timeline_step: str = "1-timeline"  # phase 1's nsys run that recorded the timeline
     metric_listing: Future[str | None] | None = None  # `ncu --query-metrics`, run beside phase 1
+    stager: TableStager | None = None  # phase 1's tables, written while ncu runs
 
     @contextlib.contextmanager
     def timed(self, phase: str) -> Iterator[None]:

@@ -17,12 +17,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nsdiag.collect import breakdown
 from nsdiag.errors import InputError, NsdiagError
 from nsdiag.model.session import Session
 from nsdiag.model.status import STATUS, ProfileStatus
+
+if TYPE_CHECKING:
+    from nsdiag.model.store import Staged
 
 DEFAULT_BASE = Path("nsdiag-sessions")
 # Environment variables that change what a profile measures or where the tools come from.
@@ -262,7 +265,7 @@ def assemble(
     return merged
 
 
-def save_tables(sd: SessionDir, session: Session) -> Path:
+def save_tables(sd: SessionDir, session: Session, staged: Staged | None = None) -> Path:
     from nsdiag.model import store
 
-    return store.save(session, sd.root)
+    return store.save(session, sd.root, staged=staged)

@@ -10,7 +10,7 @@ import contextlib
 import json
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -35,7 +35,15 @@ def is_session_dir(path: Path) -> bool:
     return path.is_dir() and (path / MANIFEST).is_file()
 
 
-def save(session: Session, directory: Path, replace: bool = True) -> Path:
+# A table written ahead of the save (collect/table_staging.py): the frame it was written from
+# and the gzipped CSV; save() moves the file into place only if the session's table is that
+# same content, and writes it otherwise.
+Staged = Mapping[str, tuple[pd.DataFrame, Path]]
+
+
+def save(
+    session: Session, directory: Path, replace: bool = True, staged: Staged | None = None
+) -> Path:
     """Write the tidy tables into `directory` (created if needed; other files there are kept).
 
     Each file is written safely (nsdiag/safe_write.py: never through a link, atomic), the
@@ -47,7 +55,7 @@ def save(session: Session, directory: Path, replace: bool = True) -> Path:
     with _writing(directory):
         if not replace and os.path.lexists(directory / MANIFEST):  # written since the check
             raise _holds_session(directory)
-        _write(session, directory)
+        _write(session, directory, staged or {})
     return directory
 
 
@@ -56,15 +64,39 @@ def save(session: Session, directory: Path, replace: bool = True) -> Path:
 _GZIP = {"method": "gzip", "compresslevel": 6, "mtime": 0}
 
 
-def _write(session: Session, directory: Path) -> None:
+def write_table(frame: pd.DataFrame, path: Path) -> None:
+    """One table as save() writes it (atomically, never through a link)."""
+    with replacing(path) as temporary:
+        frame.to_csv(temporary, index=False, na_rep=MISSING, compression=_GZIP)
+
+
+def _same_table(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Equal cells, columns and dtypes: the CSV written from one is the other's."""
+    if a is b:
+        return True
+    return (
+        a.shape == b.shape
+        and list(a.columns) == list(b.columns)
+        and a.dtypes.equals(b.dtypes)
+        and a.equals(b)
+    )
+
+
+def _write(session: Session, directory: Path, staged: Staged) -> None:
     tables_dir = directory / "tables"
     _make_folder(tables_dir)
     dtypes: dict[str, dict[str, str]] = {}
     for name in TABLES:
         frame: pd.DataFrame = getattr(session, name)
         dtypes[name] = {str(c): str(t) for c, t in frame.dtypes.items()}
-        with replacing(tables_dir / f"{name}.csv.gz") as temporary:
-            frame.to_csv(temporary, index=False, na_rep=MISSING, compression=_GZIP)
+        target = tables_dir / f"{name}.csv.gz"
+        ahead = staged.get(name)
+        # a link in the way is refused by write_table, as always, not replaced
+        if ahead is not None and not target.is_symlink() and _same_table(frame, ahead[0]):
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(ahead[1], target)
+                continue
+        write_table(frame, target)
     manifest = {
         "schema": SCHEMA,
         "meta": session.meta.to_json(),
