@@ -370,17 +370,18 @@ def _add_bars(fig: go.Figure, kind: str, seg: pd.DataFrame, t0: float) -> None:
     )
 
 
-def _lane_key(lane: str) -> tuple[float, float, str]:
+def _lane_key(lane: str) -> tuple[float, float, bool, str]:
     """Ranks, then streams in numeric order, kernels before copies within a stream."""
     parts = lane.split(" · ")
     rank = math.inf
     if parts[0].startswith("rank "):
         rank = float(parts.pop(0).removeprefix("rank "))
     stream = parts[0].removeprefix("stream ")
+    copies = parts[-1] == "copies"
     try:
-        return (rank, float(stream), lane)
+        return (rank, float(stream), copies, lane)
     except ValueError:
-        return (rank, math.inf, lane)
+        return (rank, math.inf, copies, lane)
 
 
 def _timeline_figure(n_lanes: int) -> go.Figure:
