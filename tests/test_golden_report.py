@@ -59,7 +59,11 @@ def structure(page: str) -> str:
     for match in _PLOT.finditer(page):
         data, layout = _figure(page, match.end())
         lines.append(f"figure {match.group(1)}")
-        lines += [f"  trace {t.get('type')} {t.get('name') or ''}".rstrip() for t in data]
+        lines += [
+            f"  trace {t.get('type')} {t.get('name') or ''}".rstrip()
+            + (" (hover)" if t.get("marker", {}).get("opacity") == 0 else "")
+            for t in data
+        ]
         lanes = layout.get("yaxis2", {}).get("categoryarray")
         if match.group(1) == "chart-timeline" and lanes:
             lines += [f"  lane {lane}" for lane in reversed(lanes)]  # top first

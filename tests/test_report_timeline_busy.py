@@ -154,15 +154,25 @@ def test_the_page_draws_what_the_figure_opens_with(tmp_path: Path) -> None:
         check=True,
     )
     drawn = json.loads(out.stdout)
-    assert drawn["traces"] == [i for i, t in enumerate(fig.data) if t.type == "bar"]
+    bars = [i for i, t in enumerate(fig.data) if t.type == "bar"]
+    assert drawn["traces"] == bars  # each kind's bars, then its hover trace
+    update = drawn["update"]
     for k, index in enumerate(drawn["traces"]):
         trace = fig.data[index]
-        assert drawn["update"]["y"][k] == list(trace.y)
-        assert drawn["update"]["width"][k] == list(trace.width)
-        assert drawn["update"]["base"][k] == pytest.approx(list(trace.base))
-        assert drawn["update"]["x"][k] == pytest.approx(list(trace.x))
-        if trace.name == "kernel":
-            assert any("% of it)" in h for h in drawn["update"]["hovertext"][k])
+        hover = trace.hoverinfo == "text"
+        shown = fig.data[index - 1] if hover else trace  # the hover trace: the bars again
+        assert update["y"][k] == list(shown.y)
+        assert update["base"][k] == pytest.approx(list(shown.base))
+        assert update["x"][k] == pytest.approx(list(shown.x))
+        if hover:
+            assert trace.marker.opacity == 0 and trace.showlegend is False
+            assert update["width"][k] == timeline_zoom.FULL == trace.width
+            assert len(update["hovertext"][k]) == len(shown.y)
+            if trace.name == "kernel":
+                assert any("% of it)" in h for h in update["hovertext"][k])
+        else:
+            assert trace.hoverinfo == "skip"
+            assert update["width"][k] == list(trace.width)
 
 
 def test_the_legend_stands_above_the_busy_panel() -> None:

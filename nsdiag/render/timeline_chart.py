@@ -238,12 +238,14 @@ def _add_zoomable_bars(
         if zoom <= 1 or sum(len(s) for _, s in segments) <= budget:
             break
         zoom //= 2
-    traces = [(len(fig.data) + i, seg) for i, (_, seg) in enumerate(segments)]
+    # Each kind's bar trace, then its hover trace (_add_hover_bars).
+    traces = [(len(fig.data) + 2 * i, seg) for i, (_, seg) in enumerate(segments)]
     meta = timeline_zoom.payload(traces, t0, fine, WIDE_PIXELS)
     view = ((detail[0] - t0) / 1e6, (detail[1] - t0) / 1e6)
     for (kind, _), (index, _) in zip(segments, traces, strict=True):
         shown = timeline_zoom.bars(meta, index, view, PIXELS) if opening else []
         _add_opening_bars(fig, kind, meta, shown)
+        _add_hover_bars(fig, kind, [], [], [], [])  # the page fills it
     fig.update_layout(meta={"nsdiagTimeline": meta})
 
 
@@ -251,7 +253,8 @@ def _add_opening_bars(
     fig: go.Figure, kind: str, meta: dict[str, Any], bars: list[timeline_zoom.Bar]
 ) -> None:
     """A bar trace holding the bars of the chart's opening view, as the page first merges them
-    (timeline.js draws them again for its width, with their hover text and labels)."""
+    (timeline.js draws them again for its width, with their labels, and fills their hover
+    trace)."""
     unit = meta["unit"]
     fig.add_trace(
         go.Bar(
@@ -335,39 +338,73 @@ def _add_busy(
 
 def _bar_style(kind: str) -> dict[str, Any]:
     """What every bar trace of a kind shares: bars stand on the lane's floor (`offset`), each as
-    thick as its `width` (timeline_zoom.thickness)."""
+    thick as its `width` (timeline_zoom.thickness); their hover trace answers for them."""
     return {
         "orientation": "h",
         "name": kind,
+        "legendgroup": kind,
         "offset": -timeline_zoom.FULL / 2,
         "marker": {"color": KIND_COLORS.get(kind, COMMUNICATION_COLOR)},
-        "hoverinfo": "text",
+        "hoverinfo": "skip",
         "textposition": "inside",
         "insidetextanchor": "middle",
         "textfont": {"color": "#fff"},
     }
 
 
+def _add_hover_bars(
+    fig: go.Figure,
+    kind: str,
+    base: Sequence[float],
+    length: Sequence[float],
+    lanes: Sequence[str],
+    hover: Sequence[str],
+) -> None:
+    """The bars again, each the lane's full thickness and transparent, with the hover text:
+    plotly answers a hover only inside a bar, and a bar of a mostly idle stretch is a pixel or
+    two thin (its legend entry hides both)."""
+    fig.add_trace(
+        go.Bar(
+            base=base,
+            x=length,
+            y=lanes,
+            orientation="h",
+            name=kind,
+            legendgroup=kind,
+            showlegend=False,
+            width=timeline_zoom.FULL,
+            offset=-timeline_zoom.FULL / 2,
+            marker={"color": KIND_COLORS.get(kind, COMMUNICATION_COLOR), "opacity": 0},
+            hovertext=hover,
+            hoverinfo="text",
+        ),
+        row=2,
+        col=1,
+    )
+
+
 def _add_bars(fig: go.Figure, kind: str, seg: pd.DataFrame, t0: float) -> None:
     """One bar trace for a kind of activity: a bar per segment (start_ns, end_ns, lane, name,
     count, busy_ns), as thick as the share of it its activities fill."""
     extent = (seg["end_ns"] - seg["start_ns"]).clip(lower=0)
+    base, length = ((seg["start_ns"] - t0) / 1e6).tolist(), (extent / 1e6).tolist()
     fig.add_trace(
         go.Bar(
-            base=(seg["start_ns"] - t0) / 1e6,
-            x=extent / 1e6,
-            y=seg["lane"],
+            base=base,
+            x=length,
+            y=seg["lane"].tolist(),
             width=[
                 round(timeline_zoom.thickness(int(c), float(e), float(b)), 3)
                 for c, e, b in zip(seg["count"], extent, seg["busy_ns"], strict=True)
             ],
-            hovertext=[_segment_hover(r, t0) for r in seg.itertuples()],
             text=[fmt.plotly_text(n) for n in seg["name"]] if kind == "nvtx" else None,
             **_bar_style(kind),
         ),
         row=2,
         col=1,
     )
+    hover = [_segment_hover(r, t0) for r in seg.itertuples()]
+    _add_hover_bars(fig, kind, base, length, seg["lane"].tolist(), hover)
 
 
 def _lane_key(lane: str) -> tuple[float, float, bool, str]:

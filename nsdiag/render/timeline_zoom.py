@@ -48,9 +48,11 @@ def _payload_rows(
         return rows
     for lane, frame in seg.sort_values("start_ns", kind="stable").groupby("lane", sort=False):
         # Nearest steps, not outward: a bar's thickness is its busy share, which rounding both
-        # ends outward would inflate by a step for every activity.
+        # ends outward would inflate by a step for every activity; a step at least (a segment
+        # of no length would hover as "0 ns").
         start = np.round((frame["start_ns"].to_numpy(float) - t0) / unit).astype("int64")
         end = np.round((frame["end_ns"].to_numpy(float) - t0) / unit).astype("int64")
+        end = np.maximum(end, start + 1)
         count = frame["count"].to_numpy("int64")
         busy = np.where(count > 1, np.round(frame["busy_ns"].to_numpy(float) / unit), 0)
         rows.append(

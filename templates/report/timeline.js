@@ -67,9 +67,11 @@
     var name = meta.names[bar.name];
     var when = "at " + (bar.start * step / 1e6).toFixed(3) + " ms, " + time((bar.reach - bar.start) * step);
     if (bar.count === 1) { return "<b>" + name + "</b><br>" + when; }
-    var of = bar.reach > bar.start ? " (" + percent(share(bar)) + " of it)" : "";
+    // Busy time in the payload's steps: activities shorter than half a step in all read 0.
+    var busy = bar.busy > 0 ? time(bar.busy * step) : "under " + time(step);
+    var of = bar.reach > bar.start && bar.busy > 0 ? " (" + percent(share(bar)) + " of it)" : "";
     return "<b>" + bar.count + " activities</b> merged (longest: " + name + ")<br>" + when +
-      ", busy " + time(bar.busy * step) + of;
+      ", busy " + busy + of;
   }
 
   function attach(gd) {
@@ -86,20 +88,28 @@
       if (key === last) { return; }
       last = key;
       var gap = Math.max((range[1] - range[0]) * 1e6 / step / axis._length, 0);
+      // Each bar trace t, then its hover trace t + 1 (timeline_chart._add_hover_bars): the
+      // bars again, the lane's full thickness and transparent, with the hover text.
       var update = { base: [], x: [], y: [], width: [], hovertext: [], text: [] };
+      var targets = [], drawn = 0;
       traces.forEach(function (t, k) {
         var bars = [];
         lanes[k].forEach(function (lane) { merge(lane, gap, meta, bars); });
         var nvtx = gd.data[t].name === "nvtx";
-        update.base.push(bars.map(function (b) { return b.start * step / 1e6; }));
-        update.x.push(bars.map(function (b) { return (b.reach - b.start) * step / 1e6; }));
-        update.y.push(bars.map(function (b) { return meta.lanes[b.lane]; }));
-        update.width.push(bars.map(function (b) { return thickness(b, meta); }));
-        update.hovertext.push(bars.map(function (b) { return hover(b, meta, step); }));
-        update.text.push(nvtx ? bars.map(function (b) { return meta.names[b.name]; }) : []);
+        var base = bars.map(function (b) { return b.start * step / 1e6; });
+        var x = bars.map(function (b) { return (b.reach - b.start) * step / 1e6; });
+        var y = bars.map(function (b) { return meta.lanes[b.lane]; });
+        targets.push(t, t + 1);
+        update.base.push(base, base.slice());
+        update.x.push(x, x.slice());
+        update.y.push(y, y.slice());
+        update.width.push(bars.map(function (b) { return thickness(b, meta); }), meta.full);
+        update.hovertext.push([], bars.map(function (b) { return hover(b, meta, step); }));
+        update.text.push(nvtx ? bars.map(function (b) { return meta.names[b.name]; }) : [], []);
+        drawn += bars.length;
       });
-      window.Plotly.restyle(gd, update, traces);
-      gd.setAttribute("data-bars", update.x.reduce(function (n, xs) { return n + xs.length; }, 0));
+      window.Plotly.restyle(gd, update, targets);
+      gd.setAttribute("data-bars", drawn);
     }
     gd.on("plotly_relayout", draw);
     draw();
