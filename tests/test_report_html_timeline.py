@@ -16,7 +16,7 @@ import pytest
 
 import nsdiag
 from nsdiag.analysis.engine import diagnose
-from nsdiag.render import html, render, timeline_chart
+from nsdiag.render import html, render, timeline_chart, timeline_zoom
 from tests.conftest import DATA
 
 
@@ -63,10 +63,12 @@ def test_every_activity_is_in_one_segment_and_the_region_is_finer(burst: tuple) 
     # A pixel of the region's view is 25 µs: launches 13 µs apart are kept apart.
     assert len(inside) > 1500
     assert max(s["end"] - s["start"] for s in inside) < (region.end_ns - region.start_ns) / 1200
-    # The bars the chart used to carry: the whole trace's pixel (70 µs) merges them all.
+    # Without zoom, the whole trace's pixel (70 µs) merges them into bars of a few pixels each,
+    # thin: launches 0.8 µs in every 13 µs fill 6% of them.
     old = timeline_chart.timeline(session.timeline, session.nvtx_ranges)
     kernels = next(t for t in old.data if t.name == "kernel")
-    assert len(kernels.x) < 50
+    assert len(kernels.x) < 200
+    assert np.median(kernels.width) < 0.1 * timeline_zoom.FULL
     # The analysed region: shaded, and the chart opens on it.
     shape = fig.layout.shapes[0]
     assert (shape.x0, shape.x1) == pytest.approx(

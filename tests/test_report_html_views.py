@@ -100,13 +100,17 @@ def _timeline_state(page: Any) -> dict[str, Any]:
     return page.evaluate(
         """() => {
         const gd = document.getElementById("chart-timeline");
-        const kernels = gd.data.find(t => t.name === "kernel");
+        // the drawn bars, and their hover trace: the same bars, full thickness, with the text
+        const drawn = gd.data.find(t => t.name === "kernel" && t.hoverinfo === "skip");
+        const kernels = gd.data.find(t => t.name === "kernel" && t.hoverinfo === "text");
         return {
             range: gd._fullLayout.xaxis2.range.map(Number),
             shapes: (gd.layout.shapes || []).map(s => [s.type, s.x0, s.x1, s.yref]),
             kernel_bars: kernels.x.length,
             kernel_hovers: Array.from(kernels.hovertext || []),
             kernel_bases: Array.from(kernels.base || []).map(Number),
+            kernel_widths: Array.from(drawn.width || []).map(Number),
+            drawn_bases: Array.from(drawn.base || []).map(Number),
             buttons: Array.from(gd.querySelectorAll(".updatemenu-button")).map(
                 b => b.textContent),
         };
@@ -172,6 +176,9 @@ def test_zooming_in_splits_the_merged_bars(
     page = open_page(path)
     before = _timeline_state(page)
     assert any("activities</b> merged" in h for h in before["kernel_hovers"])
+    assert before["drawn_bases"] == before["kernel_bases"]
+    # launches 0.8 µs in every 13 µs: a merged bar is thin (about 6% of a lane's full bar)
+    assert sorted(before["kernel_widths"])[len(before["kernel_widths"]) // 2] < 0.2
     window = [region["start"] + 1.0, region["start"] + 1.5]
     page.evaluate(f"() => Plotly.relayout('chart-timeline', {{'xaxis2.range': {window}}})")
     page.wait_for_timeout(300)
@@ -183,6 +190,12 @@ def test_zooming_in_splits_the_merged_bars(
     ]
     assert len(shown) >= 25  # 0.5 ms / 13 µs: ~38 launches
     assert all("merged" not in h for h in shown)
+    widths = [
+        w
+        for w, b in zip(after["kernel_widths"], after["drawn_bases"], strict=True)
+        if window[0] <= b <= window[1]
+    ]
+    assert widths and all(w == 0.8 for w in widths)  # one launch a bar: busy all along
     page.locator("#chart-timeline").screenshot(path=str(tmp_path / "timeline-zoomed.png"))
     page.evaluate("() => Plotly.relayout('chart-timeline', {'xaxis2.autorange': true})")
     page.wait_for_timeout(300)

@@ -7,6 +7,7 @@ profile.py  running the profilers (progress.py draws their progress)
 doctor.py   can this machine profile?
 mcp.py      the MCP server for coding agents (nsdiag/mcp/), when its SDK is installed
 errors.py   one line and an exit code for every error, `-h` for help
+help.py     the examples each command's --help ends with
 """
 
 from __future__ import annotations

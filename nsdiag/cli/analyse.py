@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from nsdiag.cli.help import examples
 from nsdiag.cli.progress import Steps
 from nsdiag.cli.rules import active_rules, rules_option
 from nsdiag.cli.terminal import color_option, use_color, width
@@ -74,7 +75,13 @@ region_option = click.option(
 )
 
 
-@click.command()
+@click.command(
+    short_help="Read profiler outputs into a session folder to re-read later.",
+    epilog=examples(
+        "nsdiag load run.ncu-rep trace.nsys-rep -o my-session",
+        "nsdiag explain my-session    # read again without parsing the reports",
+    ),
+)
 @inputs_argument
 @click.option(
     "-o",
@@ -136,7 +143,13 @@ verbose_option = click.option(
 
 @click.command(
     help="Say what limits each kernel, why, and what to change, ranked by the time a fix would "
-    "save. INPUTS: " + INPUT_HELP + "."
+    "save. INPUTS: " + INPUT_HELP + ".",
+    short_help="Say what limits each kernel and what to change, ranked by saving.",
+    epilog=examples(
+        "nsdiag explain nsdiag-sessions/train-20260412-093000",
+        "nsdiag explain run.ncu-rep trace.sqlite -k gemm -v",
+        "nsdiag explain my-session --region nvtx:step --json > diagnosis.json",
+    ),
 )
 @inputs_argument
 @kernel_option
@@ -195,7 +208,13 @@ def explain(
 
 @click.command(
     help="Write a report: self-contained interactive HTML (default), JSON, Markdown or text. "
-    "INPUTS: " + INPUT_HELP + "."
+    "INPUTS: " + INPUT_HELP + ".",
+    short_help="Write a report: self-contained HTML, JSON, Markdown or text.",
+    epilog=examples(
+        "nsdiag report my-session    # nsdiag-report.html, opens offline",
+        "nsdiag report run.ncu-rep trace.sqlite -o report.md",
+        "nsdiag report my-session --format json -o - | jq '.kernels[0]'",
+    ),
 )
 @inputs_argument
 @click.option(

@@ -10,6 +10,7 @@ from nsdiag.cli.analyse import explain, load, report
 from nsdiag.cli.diff import diff
 from nsdiag.cli.doctor import doctor
 from nsdiag.cli.errors import CONTEXT, errors_as_one_line
+from nsdiag.cli.help import examples
 from nsdiag.cli.mcp import serve_mcp
 from nsdiag.cli.profile import profile
 from nsdiag.cli.rules import rules
@@ -22,7 +23,18 @@ class _Group(click.Group):
             return super().invoke(ctx)
 
 
-@click.group(cls=_Group, context_settings=CONTEXT)
+@click.group(
+    cls=_Group,
+    context_settings=CONTEXT,
+    epilog=examples(
+        "nsdiag doctor    # can this machine profile?",
+        "nsdiag profile train.py    # record, then say why its kernels are slow",
+        "nsdiag explain nsdiag-sessions/train-20260412-093000",
+        "nsdiag report my-session -o report.html",
+        "nsdiag diff before-session after-session",
+        "nsdiag COMMAND -h    # a command's options and examples",
+    ),
+)
 @click.version_option(__version__, prog_name="nsdiag")
 def main() -> None:
     """Why is my CUDA kernel slow, and what do I change?"""

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import click
 
 from nsdiag.cli.analyse import INPUT_HELP, kernel_option
+from nsdiag.cli.help import examples
 from nsdiag.errors import InputError
 from nsdiag.render.registry import extensions, formats
 
@@ -127,7 +128,14 @@ def _percent(
     "findings resolved and new, each resolved finding's predicted saving against the measured "
     "one. With --fail-if-slower, a CI gate: exit 1 when AFTER is slower beyond the run-to-run "
     "noise. BEFORE, AFTER: " + INPUT_HELP + "; several a side with --before/--after (each "
-    "input with a timeline is a run of its own: several runs measure the run-to-run noise)."
+    "input with a timeline is a run of its own: several runs measure the run-to-run noise).",
+    short_help="Compare two profiles of a program, before and after a change.",
+    epilog=examples(
+        "nsdiag diff before-session after-session",
+        "nsdiag diff before after -o diff.html",
+        "nsdiag diff base new --fail-if-slower 3    # a CI gate: exit 1 if slower",
+        "nsdiag diff --before a1 --before a2 --after b1 --after b2    # 2 runs each",
+    ),
 )
 @click.argument("inputs", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--before", "before", multiple=True, type=click.Path(path_type=Path),

@@ -9,9 +9,18 @@ from rich.console import Console
 from rich.markup import escape
 
 from nsdiag.cli.errors import CONTEXT, one_line_errors
+from nsdiag.cli.help import examples
 
 
-@click.command("doctor", context_settings=CONTEXT)
+@click.command(
+    "doctor",
+    context_settings=CONTEXT,
+    short_help="Check that this machine can profile: GPU, driver, ncu, nsys.",
+    epilog=examples(
+        "nsdiag doctor",
+        "nsdiag doctor --ncu /usr/local/cuda/bin/ncu    # check this ncu",
+    ),
+)
 @click.option("--ncu", "ncu", metavar="PATH", help="check this ncu instead of searching")
 @click.option("--nsys", "nsys", metavar="PATH", help="check this nsys instead of searching")
 @one_line_errors

@@ -8,12 +8,21 @@ import importlib
 import click
 
 from nsdiag.cli.errors import CONTEXT, one_line_errors
+from nsdiag.cli.help import examples
 from nsdiag.errors import MissingDependencyError
 
 SDK = "mcp.server.mcpserver"  # the official SDK, version 2 (version 1 named it FastMCP)
 
 
-@click.command("mcp", context_settings=CONTEXT)
+@click.command(
+    "mcp",
+    context_settings=CONTEXT,
+    short_help="Serve nsdiag to a coding agent (a Model Context Protocol server).",
+    epilog=examples(
+        "claude mcp add nsdiag -- nsdiag mcp    # register it with Claude Code",
+        "nsdiag mcp    # what the client runs: requests on stdin, replies on stdout",
+    ),
+)
 @one_line_errors
 def serve_mcp() -> None:
     """Serve nsdiag to a coding agent: a Model Context Protocol server on stdin/stdout with the

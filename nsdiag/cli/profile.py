@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from nsdiag.cli.errors import CONTEXT, one_line_errors
+from nsdiag.cli.help import examples
 from nsdiag.cli.progress import RichProgress
 from nsdiag.cli.rules import active_rules, rules_option
 
@@ -26,6 +27,13 @@ if TYPE_CHECKING:
 @click.command(
     "profile",
     context_settings={**CONTEXT, "ignore_unknown_options": True, "allow_interspersed_args": False},
+    short_help="Profile a program and say why its kernels are slow.",
+    epilog=examples(
+        "nsdiag profile train.py --epochs 1    # a script and its arguments",
+        "nsdiag profile --nvtx step -- ./my_app --size 4096",
+        "nsdiag profile --dry-run infer.py    # the commands it would run",
+        "nsdiag profile    # the bundled reference kernels",
+    ),
 )
 @click.argument("program", nargs=-1, type=click.UNPROCESSED)
 @click.option(

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from nsdiag.cli.help import examples
+
 if TYPE_CHECKING:
     from nsdiag.analysis.ruleset import RuleSet
 
@@ -47,7 +49,14 @@ def active_rules(option: Sequence[Path]) -> RuleSet:
     return rule_set
 
 
-@click.group(invoke_without_command=True)
+@click.group(
+    invoke_without_command=True,
+    epilog=examples(
+        "nsdiag rules    # the table, as `nsdiag rules list`",
+        "nsdiag rules show NSD101",
+        "nsdiag rules --rules ./my-rules list    # with your rule files",
+    ),
+)
 @rules_option
 @click.pass_context
 def rules(ctx: click.Context, rule_dirs: tuple[Path, ...]) -> None:
@@ -62,7 +71,14 @@ def _folders(ctx: click.Context, rule_dirs: Sequence[Path]) -> tuple[Path, ...]:
     return (*(ctx.obj or ()), *rule_dirs)
 
 
-@rules.command("list")
+@rules.command(
+    "list",
+    short_help="One line per rule: id, cause, title.",
+    epilog=examples(
+        "nsdiag rules list",
+        "nsdiag rules list --rules ./my-rules    # yours too, with their files",
+    ),
+)
 @rules_option
 @click.pass_context
 def rules_list(ctx: click.Context, rule_dirs: tuple[Path, ...] = ()) -> None:
@@ -74,7 +90,14 @@ def rules_list(ctx: click.Context, rule_dirs: tuple[Path, ...] = ()) -> None:
         click.echo(rule_row(rule, rule.path if rule.id in rule_set.user else None))
 
 
-@rules.command("show")
+@rules.command(
+    "show",
+    short_help="The documentation of one rule, by id or cause.",
+    epilog=examples(
+        "nsdiag rules show NSD101",
+        "nsdiag rules show dram-bandwidth-underused    # by its cause",
+    ),
+)
 @click.argument("rule_id")
 @rules_option
 @click.pass_context

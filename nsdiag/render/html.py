@@ -338,8 +338,10 @@ def _timeline(
     options: RenderOptions,
     diagnosis: Diagnosis | None = None,
     segments: int = timeline_zoom.SEGMENTS,
+    opening: bool = True,
 ) -> dict[str, Any] | None:
-    """The timeline chart and its caption; `segments`: at most this many kept for zooming."""
+    """The timeline chart and its caption; `segments`: at most this many kept for zooming;
+    `opening`: the opening view's bars in the figure's data too (the page draws them anyway)."""
     if session is None or not session.has_timeline():
         return None
     nvtx = session.nvtx_ranges if len(session.nvtx_ranges) else None
@@ -352,6 +354,7 @@ def _timeline(
         first_ranks=(0, late) if late is not None else (),
         region=region.windows if region is not None else (),
         zoomable=segments,
+        opening=opening,
     )
     if fig is None:
         return None
@@ -365,6 +368,8 @@ def _timeline(
         "rows": f"{rows:,}",
         "segments": f"{kept:,}",
         "kept": kept,
+        "opening": opening,
+        "budget": segments,
         "merged": kept < rows,
         "region": bool(fig.layout.shapes),
         "span": fmt.time_ns(span),
@@ -508,20 +513,25 @@ MIN_SEGMENTS = 100  # timeline segments a report keeps however large the rest of
 def render_html(
     diagnosis: Diagnosis, session: Session | None = None, options: RenderOptions | None = None
 ) -> str:
-    """The page; a report that would pass SIZE_LIMIT keeps fewer timeline segments (the
-    region's zoom detail is what gives way)."""
+    """The page; a report that would pass SIZE_LIMIT leaves the timeline's opening bars to the
+    page, then keeps fewer timeline segments (the region's zoom detail is what gives way)."""
     options = options or RenderOptions()
     template = environment().get_template(TEMPLATE)
     ctx = context(diagnosis, session, options)
     page = compact(lambda c: template.render(**c), ctx)
-    for _ in range(4):
+    for _ in range(5):
         over = len(page.encode("utf-8")) - SIZE_LIMIT
         timeline = ctx["timeline"]
-        if over <= 0 or timeline is None or timeline["kept"] <= MIN_SEGMENTS:
+        if over <= 0 or timeline is None:
             break
-        per_segment = len(timeline["chart"].encode("utf-8")) / timeline["kept"]  # at most
-        kept = timeline["kept"] - math.ceil(over / per_segment)
-        ctx["timeline"] = _timeline(session, options, diagnosis, max(kept, MIN_SEGMENTS))
+        if timeline["opening"]:
+            ctx["timeline"] = _timeline(session, options, diagnosis, timeline["budget"], False)
+        elif timeline["kept"] <= MIN_SEGMENTS:
+            break
+        else:
+            per_segment = len(timeline["chart"].encode("utf-8")) / timeline["kept"]  # at most
+            kept = timeline["kept"] - math.ceil(over / per_segment)
+            ctx["timeline"] = _timeline(session, options, diagnosis, max(kept, MIN_SEGMENTS), False)
         ctx["once"] = Once()  # the page is written again from its first mention
         page = compact(lambda c: template.render(**c), ctx)
     return page

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from nsdiag.model.intervals import covered_fraction, merge_ids
+from nsdiag.model.intervals import covered_fraction
 from nsdiag.model.names import short_name
 from nsdiag.model.ranks import is_communication, rank_of
 from nsdiag.model.values import missing
@@ -27,26 +27,22 @@ from nsdiag.render import fmt, timeline_region, timeline_zoom
 from nsdiag.render.charts import KIND_COLORS, axis, layout
 
 
-def _segments(
-    frame: pd.DataFrame, cap: int, min_gap: float = 0.0, binned: bool = False
-) -> pd.DataFrame:
+def _segments(frame: pd.DataFrame, cap: int, min_gap: float = 0.0) -> pd.DataFrame:
     """Merge a lane's activities into at most `cap` segments: those less than `min_gap` apart
-    always (closer than a pixel of the chart at full width: one bar to the eye already), more
-    when the lane still holds more than `cap`; exact when there are few and far apart.
-    `binned`: over `cap`, merge within `cap` equal time bins instead of by a wider gap (a
-    regular stream of launches then keeps its shape instead of chaining into one bar)."""
+    and within BIN_PIXELS gaps of each other always (closer than a pixel of the chart at full
+    width: one bar to the eye already, drawn as thick as the share of it they fill), more when
+    the lane still holds more than `cap`; exact when there are few and far apart."""
     frame = frame.sort_values("start_ns", kind="stable")
     starts, ends = frame["start_ns"].to_numpy(float), frame["end_ns"].to_numpy(float)
     span = float(ends.max() - starts.min()) if len(frame) else 0.0
     gap = min_gap
     groups = _narrow_groups(starts, ends, gap) if gap > 0 else np.arange(len(frame))
-    if binned and span > 0 and groups.max(initial=0) + 1 > cap:
-        bins = np.floor((starts - starts.min()) / (span / cap)).astype("int64")
-        fresh = np.concatenate([[False], (groups[1:] != groups[:-1]) & (bins[1:] != bins[:-1])])
-        groups = np.cumsum(fresh).astype("int64")
-    while len(frame) > cap and groups.max(initial=0) + 1 > cap:
+    while groups.max(initial=0) + 1 > cap:
+        if gap >= span:  # one bin holds them all (or they all start and end at one instant)
+            groups = np.zeros(len(frame), dtype="int64")
+            break
         gap = span / cap if gap < span / cap else gap * 2
-        groups = merge_ids(starts, ends, gap)
+        groups = _narrow_groups(starts, ends, gap)
     if len(frame) == 0:
         return _NO_SEGMENTS.drop(columns="lane")
     # Group ids rise by runs (every grouping above is a cumulative sum): reduce each run.
@@ -65,14 +61,16 @@ def _segments(
 
 
 def _narrow_groups(starts: np.ndarray, ends: np.ndarray, gap: float) -> np.ndarray:
-    """Group ids (intervals sorted by start): a group breaks after a gap wider than `gap` and
-    around an activity longer than WIDE_PIXELS gaps (a bar wide enough to hover, or to label,
-    keeps its own)."""
+    """Group ids (intervals sorted by start): a group breaks after a gap wider than `gap`, at
+    every BIN_PIXELS gaps from the first start (a merged bar's thickness is then the busy share
+    of a few pixels, not of a whole burst) and around an activity longer than WIDE_PIXELS gaps
+    (a bar wide enough to hover, or to label, keeps its own)."""
     if len(starts) == 0:
         return np.zeros(0, dtype="int64")
     reach = np.maximum.accumulate(ends)
     wide = (ends - starts) > WIDE_PIXELS * gap
-    breaks = (starts[1:] > reach[:-1] + gap) | wide[1:] | wide[:-1]
+    box = np.floor((starts - starts[0]) / (timeline_zoom.BIN_PIXELS * gap))
+    breaks = (starts[1:] > reach[:-1] + gap) | wide[1:] | wide[:-1] | (box[1:] != box[:-1])
     return np.concatenate([[0], np.cumsum(breaks)]).astype("int64")
 
 
@@ -103,6 +101,8 @@ MAX_RANK_LANES = 8
 PIXELS = 1200
 WIDE_PIXELS = 24
 COMMUNICATION_COLOR = "#d94f4f"
+LEGEND = {"orientation": "h", "x": 0, "xanchor": "left", "y": 1, "yanchor": "bottom"}
+LEGEND_ROOM = 40  # px above the plot: the legend's row (about 20 px) and a gap
 _NO_SEGMENTS = pd.DataFrame(
     {c: pd.Series(dtype=float) for c in ("start_ns", "end_ns", "count", "busy_ns")}
 ).assign(name=pd.Series(dtype=str), lane=pd.Series(dtype=str))
@@ -145,6 +145,7 @@ def timeline(
     first_ranks: tuple[int, ...] = (),
     region: Sequence[tuple[int, int]] = (),
     zoomable: int | None = None,
+    opening: bool = True,
 ) -> go.Figure | None:
     """GPU busy % over time, activity lanes per stream (kernels, copies) and NVTX range lanes,
     per rank when there are several (`first_ranks` drawn first).
@@ -154,7 +155,9 @@ def timeline(
     `max_segments` bars, so a long trace stays a small file. `region`: the analysed windows,
     shaded, the chart opening on them (with buttons back to the whole trace). `zoomable`: the
     bars as at most this many segments that the page re-merges at each zoom (timeline_zoom.py;
-    needs the report's timeline.js), the region's kept finer.
+    needs the report's timeline.js), the region's kept finer; `opening`: with the bars of the
+    chart's opening view in its traces, as the page first draws them (without: the page alone
+    draws them, a report near its size limit saves their bytes).
     """
     if activities is None or activities.empty:
         return None
@@ -184,7 +187,7 @@ def timeline(
         ]
     ]
     if zoomable:
-        _add_zoomable_bars(fig, kinds, per_lane, (t0, t1), span, zoomable)
+        _add_zoomable_bars(fig, kinds, per_lane, (t0, t1), span, zoomable, opening)
     else:
         for kind, frame in kinds:
             _add_bars(fig, kind, _lane_segments(frame, per_lane, pixel), t0)
@@ -194,15 +197,11 @@ def timeline(
     return fig
 
 
-def _lane_segments(
-    frame: pd.DataFrame, cap: int | dict[str, int], pixel: float, binned: bool = False
-) -> pd.DataFrame:
+def _lane_segments(frame: pd.DataFrame, cap: int | dict[str, int], pixel: float) -> pd.DataFrame:
     """Each lane's activities merged to at most `cap` segments (a lane's own, where a dict;
     closer than `pixel` always)."""
     parts = [
-        _segments(f, cap[str(lane)] if isinstance(cap, dict) else cap, pixel, binned).assign(
-            lane=lane
-        )
+        _segments(f, cap[str(lane)] if isinstance(cap, dict) else cap, pixel).assign(lane=lane)
         for lane, f in frame.groupby("lane", sort=False)
     ]
     return pd.concat(parts, ignore_index=True) if parts else _NO_SEGMENTS
@@ -215,10 +214,12 @@ def _add_zoomable_bars(
     trace: tuple[float, float],
     span: tuple[float, float] | None,
     budget: int,
+    opening: bool,
 ) -> None:
-    """Empty bar traces and their segments for the page to merge (timeline_zoom.py): outside
-    the region at the whole trace's pixel, inside it ZOOM times finer than the region's pixel,
-    less fine until `budget` segments hold them."""
+    """Bar traces (`opening`: with the bars of the opening view, else empty) and their
+    segments for the page to merge (timeline_zoom.py): outside the region at the whole trace's
+    pixel, inside it ZOOM times finer than the region's pixel, less fine until `budget`
+    segments hold them."""
     t0, t1 = trace
     pixel = (t1 - t0) / PIXELS
     detail = span or trace
@@ -231,17 +232,41 @@ def _add_zoomable_bars(
     while True:
         fine = (detail[1] - detail[0]) / PIXELS / zoom
         segments = [
-            (kind, pd.concat([out, _lane_segments(inside, cap, fine, binned=True)]))
+            (kind, pd.concat([out, _lane_segments(inside, cap, fine)]))
             for (kind, inside, _), out in zip(split, rest, strict=True)
         ]
         if zoom <= 1 or sum(len(s) for _, s in segments) <= budget:
             break
         zoom //= 2
-    traces = []
-    for kind, seg in segments:
-        traces.append((len(fig.data), seg))
-        _add_bars(fig, kind, _NO_SEGMENTS, t0)
-    fig.update_layout(meta={"nsdiagTimeline": timeline_zoom.payload(traces, t0, fine, WIDE_PIXELS)})
+    # Each kind's bar trace, then its hover trace (_add_hover_bars).
+    traces = [(len(fig.data) + 2 * i, seg) for i, (_, seg) in enumerate(segments)]
+    meta = timeline_zoom.payload(traces, t0, fine, WIDE_PIXELS)
+    view = ((detail[0] - t0) / 1e6, (detail[1] - t0) / 1e6)
+    for (kind, _), (index, _) in zip(segments, traces, strict=True):
+        shown = timeline_zoom.bars(meta, index, view, PIXELS) if opening else []
+        _add_opening_bars(fig, kind, meta, shown)
+        _add_hover_bars(fig, kind, [], [], [], [])  # the page fills it
+    fig.update_layout(meta={"nsdiagTimeline": meta})
+
+
+def _add_opening_bars(
+    fig: go.Figure, kind: str, meta: dict[str, Any], bars: list[timeline_zoom.Bar]
+) -> None:
+    """A bar trace holding the bars of the chart's opening view, as the page first merges them
+    (timeline.js draws them again for its width, with their labels, and fills their hover
+    trace)."""
+    unit = meta["unit"]
+    fig.add_trace(
+        go.Bar(
+            base=[b.start * unit / 1e6 for b in bars],
+            x=[(b.reach - b.start) * unit / 1e6 for b in bars],
+            y=[meta["lanes"][b.lane] for b in bars],
+            width=[round(b.width(), 3) for b in bars],
+            **_bar_style(kind),
+        ),
+        row=2,
+        col=1,
+    )
 
 
 def _activity_lanes(activities: pd.DataFrame) -> pd.DataFrame:
@@ -311,40 +336,89 @@ def _add_busy(
     )
 
 
-def _add_bars(fig: go.Figure, kind: str, seg: pd.DataFrame, t0: float) -> None:
-    """One bar trace for a kind of activity: a bar per segment (start_ns, end_ns, lane, name,
-    count, busy_ns)."""
+def _bar_style(kind: str) -> dict[str, Any]:
+    """What every bar trace of a kind shares: bars stand on the lane's floor (`offset`), each as
+    thick as its `width` (timeline_zoom.thickness); their hover trace answers for them."""
+    return {
+        "orientation": "h",
+        "name": kind,
+        "legendgroup": kind,
+        "offset": -timeline_zoom.FULL / 2,
+        "marker": {"color": KIND_COLORS.get(kind, COMMUNICATION_COLOR)},
+        "hoverinfo": "skip",
+        "textposition": "inside",
+        "insidetextanchor": "middle",
+        "textfont": {"color": "#fff"},
+    }
+
+
+def _add_hover_bars(
+    fig: go.Figure,
+    kind: str,
+    base: Sequence[float],
+    length: Sequence[float],
+    lanes: Sequence[str],
+    hover: Sequence[str],
+) -> None:
+    """The bars again, each the lane's full thickness and transparent, with the hover text:
+    plotly answers a hover only inside a bar, and a bar of a mostly idle stretch is a pixel or
+    two thin (its legend entry hides both)."""
     fig.add_trace(
         go.Bar(
-            base=(seg["start_ns"] - t0) / 1e6,
-            x=(seg["end_ns"] - seg["start_ns"]).clip(lower=0) / 1e6,
-            y=seg["lane"],
+            base=base,
+            x=length,
+            y=lanes,
             orientation="h",
             name=kind,
-            marker={"color": KIND_COLORS.get(kind, COMMUNICATION_COLOR)},
-            hovertext=[_segment_hover(r, t0) for r in seg.itertuples()],
+            legendgroup=kind,
+            showlegend=False,
+            width=timeline_zoom.FULL,
+            offset=-timeline_zoom.FULL / 2,
+            marker={"color": KIND_COLORS.get(kind, COMMUNICATION_COLOR), "opacity": 0},
+            hovertext=hover,
             hoverinfo="text",
-            text=[fmt.plotly_text(n) for n in seg["name"]] if kind == "nvtx" else None,
-            textposition="inside",
-            insidetextanchor="middle",
-            textfont={"color": "#fff"},
         ),
         row=2,
         col=1,
     )
 
 
-def _lane_key(lane: str) -> tuple[float, float, str]:
+def _add_bars(fig: go.Figure, kind: str, seg: pd.DataFrame, t0: float) -> None:
+    """One bar trace for a kind of activity: a bar per segment (start_ns, end_ns, lane, name,
+    count, busy_ns), as thick as the share of it its activities fill."""
+    extent = (seg["end_ns"] - seg["start_ns"]).clip(lower=0)
+    base, length = ((seg["start_ns"] - t0) / 1e6).tolist(), (extent / 1e6).tolist()
+    fig.add_trace(
+        go.Bar(
+            base=base,
+            x=length,
+            y=seg["lane"].tolist(),
+            width=[
+                round(timeline_zoom.thickness(int(c), float(e), float(b)), 3)
+                for c, e, b in zip(seg["count"], extent, seg["busy_ns"], strict=True)
+            ],
+            text=[fmt.plotly_text(n) for n in seg["name"]] if kind == "nvtx" else None,
+            **_bar_style(kind),
+        ),
+        row=2,
+        col=1,
+    )
+    hover = [_segment_hover(r, t0) for r in seg.itertuples()]
+    _add_hover_bars(fig, kind, base, length, seg["lane"].tolist(), hover)
+
+
+def _lane_key(lane: str) -> tuple[float, float, bool, str]:
     """Ranks, then streams in numeric order, kernels before copies within a stream."""
     parts = lane.split(" · ")
     rank = math.inf
     if parts[0].startswith("rank "):
         rank = float(parts.pop(0).removeprefix("rank "))
     stream = parts[0].removeprefix("stream ")
+    copies = parts[-1] == "copies"
     try:
-        return (rank, float(stream), lane)
+        return (rank, float(stream), copies, lane)
     except ValueError:
-        return (rank, math.inf, lane)
+        return (rank, math.inf, copies, lane)
 
 
 def _timeline_figure(n_lanes: int) -> go.Figure:
@@ -362,8 +436,10 @@ def _timeline_figure(n_lanes: int) -> go.Figure:
             180 + 34 * n_lanes,
             barmode="overlay",
             bargap=0.2,
-            legend={"orientation": "h", "y": 1.08, "x": 0},
-            margin={"l": 10, "r": 10, "t": 40, "b": 40},
+            # Above the busy panel, standing on its top edge (yanchor bottom at y 1): never over
+            # it, and on the left, clear of the region's buttons on the right.
+            legend=LEGEND,
+            margin={"l": 10, "r": 10, "t": LEGEND_ROOM, "b": 40},
         )
     )
     fig.update_xaxes(**axis(), row=1, col=1)
@@ -378,7 +454,9 @@ def _segment_hover(row: Any, t0: float) -> str:
     when = f"at {(row.start_ns - t0) / 1e6:.3f} ms, {fmt.time_ns(row.end_ns - row.start_ns)}"
     if row.count == 1:
         return f"<b>{name}</b><br>{when}"
+    extent = row.end_ns - row.start_ns
+    share = f" ({fmt.share(min(row.busy_ns / extent, 1.0), 0)} of it)" if extent > 0 else ""
     return (
         f"<b>{row.count} activities</b> merged (longest: {name})"
-        f"<br>{when}, busy {fmt.time_ns(row.busy_ns)}"
+        f"<br>{when}, busy {fmt.time_ns(row.busy_ns)}{share}"
     )
