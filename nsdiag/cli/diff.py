@@ -60,14 +60,23 @@ def _diagnosed(
 ) -> tuple[tuple[str, ...], Session, Diagnosis]:
     from nsdiag.analysis.engine import diagnose
     from nsdiag.analysis.filters import keep_kernels, keep_nvtx_range
+    from nsdiag.cli.analyse import kernels_only
 
-    if kernel:
+    # Without a timeline the side's time is its profiled kernels': those asked for. With one,
+    # the session stays whole (a timeline alone: with a warning) and the diagnosis lists them.
+    if kernel and not (session.has_kernels() and session.has_timeline()):
         session = keep_kernels(session, kernel)
     if not session.has_timeline() and region.startswith("nvtx:"):
         session = keep_nvtx_range(session, region.removeprefix("nvtx:"))
     if not session.has_timeline() and not session.has_kernels():
         raise InputError(f"{', '.join(map(str, paths))}: no kernels", "give a profile with kernels")
-    return tuple(str(p) for p in paths), session, diagnose(session, region=region)
+    diagnosis = diagnose(session, region=region)
+    # --kernel lists the matching kernels; the program's findings are the whole program's
+    return (
+        tuple(str(p) for p in paths),
+        session,
+        kernels_only(diagnosis, kernel) if kernel else diagnosis,
+    )
 
 
 def _runs(

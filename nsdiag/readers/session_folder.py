@@ -22,7 +22,10 @@ from nsdiag.readers.merge import add_warnings
 
 
 def read(directory: Path) -> Session:
-    for path in (directory / store.MANIFEST, *(directory / "tables").glob("*")):
+    # session.json deleted: store.load reads the tables alone (and says so in a warning)
+    manifest = directory / store.MANIFEST
+    known = (manifest,) if manifest.exists() or manifest.is_symlink() else ()
+    for path in (*known, *(directory / "tables").glob("*")):
         source.check_file(path)
     session = store.load(directory)
     add_warnings(session, status_warnings(directory))

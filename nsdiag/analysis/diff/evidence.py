@@ -20,9 +20,10 @@ records/causes.py), on its kernel matches (kernels.py) or the side's timeline (s
   (fused, replaced or gone);
 - the optimizer stepped at once: fewer kernel launches an iteration;
 - pinned copies: fewer bytes copied from pageable memory;
-- the other program findings (syncs, host work, idle gaps, copy overlap, the ranks'): the rule
-  measures the timeline, which AFTER has: that it no longer fires (or fires smaller) is the
-  evidence.
+- fewer synchronisations: fewer synchronising CUDA calls an iteration;
+- the other program findings (host work, idle gaps, copy overlap, the ranks'): the rule
+  measures the timeline, which AFTER has: that it no longer fires, or fires at under half its
+  saving (SHRUNK), is the evidence; a little smaller is unclear.
 
 A finding is MADE, NOT_MADE or UNCLEAR (AFTER cannot tell: no API table, no timeline, a kernel
 gone with nothing to say what replaced it). Only made findings count in the prediction check.
@@ -42,6 +43,8 @@ from nsdiag.model.kernel_owner import library_of
 MADE, NOT_MADE, UNCLEAR = "made", "not made", "unclear"
 LAUNCHES_GONE = 0.25  # fewer kernel launches an iteration, as a share, that count as fused
 PAGEABLE_GONE = 0.5  # fewer pageable bytes an iteration, as a share, that count as pinned
+SYNCS_GONE = 0.25  # fewer synchronising calls an iteration, as a share
+SHRUNK = 0.5  # a timeline rule's saving down by this share: the time it measures is mostly gone
 SHAPE_CHANGED = ("name", "role", "replaced", "fused", "split", "regrouped", "gone")
 
 # change kinds (records/causes.py KINDS, idiom keys) by the evidence their kernels need
@@ -69,11 +72,12 @@ def of_finding(
     before: Side,
     after: Side,
     rechecked: bool,
+    shrink: float | None = None,
 ) -> Evidence:
     """The evidence for one finding of BEFORE, by what its change does. `status`: the
     finding's (findings.STATUSES); `kernel`: a kernel finding's kernel (its full name), None
     for a program finding; `rechecked`: AFTER has the rule's own input for it (Nsight Compute
-    metrics of its kernel)."""
+    metrics of its kernel); `shrink`: a changed finding's drop as a share of its saving."""
     if status in ("persists", "new"):
         return Evidence(NOT_MADE, "the rule still fires")
     kind = change.kind if change is not None else ""
@@ -92,9 +96,13 @@ def of_finding(
         return _fewer_launches(before, after)
     if cause == "pageable-memcpy":
         return _pinned(before, after)
+    if cause == "sync-heavy" and (syncs := _fewer_syncs(before, after)) is not None:
+        return syncs
     if status == "unchecked":
         return Evidence(UNCLEAR, "AFTER could not apply the rule")
-    shrunk = "fires smaller" if status == "changed" else "no longer fires"
+    if status == "changed" and (shrink is None or shrink < SHRUNK):
+        return Evidence(UNCLEAR, "the rule fires on AFTER's timeline, a little smaller")
+    shrunk = "fires far smaller" if status == "changed" else "no longer fires"
     return Evidence(MADE, f"the rule {shrunk} on AFTER's timeline")
 
 
@@ -221,6 +229,16 @@ def _launches_gone(scope: list[KernelMatch]) -> Evidence:
     if a < b:
         return Evidence(MADE, f"its kernels' launches an iteration {b:.4g} -> {a:.4g}")
     return Evidence(NOT_MADE, f"its kernels still launch {a:.4g} times an iteration")
+
+
+def _fewer_syncs(before: Side, after: Side) -> Evidence | None:
+    """Synchronising calls an iteration down by SYNCS_GONE (None: no API table to count)."""
+    b, a = before.syncs, after.syncs
+    if b is None or a is None:
+        return None
+    if b > 0 and a <= (1 - SYNCS_GONE) * b:
+        return Evidence(MADE, f"synchronisations an iteration {b:.3g} -> {a:.3g}")
+    return Evidence(NOT_MADE, f"as many synchronisations an iteration ({b:.3g} -> {a:.3g})")
 
 
 def _pinned(before: Side, after: Side) -> Evidence:

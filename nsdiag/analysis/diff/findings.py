@@ -203,10 +203,17 @@ def _with_evidence(
         rechecked = any(k.diagnosis is not None for i in scope for k in matches[i].after)
         found = evidence.of_finding(
             by_key.get(c.change or ""), c.status, c.finding.cause, _kernel_name(c.before),
-            scope, matches, before, after, rechecked,
+            scope, matches, before, after, rechecked, _shrink(c),
         )  # fmt: skip
         out.append(replace(c, evidence=found))
     return out
+
+
+def _shrink(c: FindingChange) -> float | None:
+    """A changed finding's drop as a share of BEFORE's saving (None: no estimate)."""
+    if c.status != "changed" or not c.predicted_ns or c.after_saved_ns is None:
+        return None
+    return (c.predicted_ns - c.after_saved_ns) / c.predicted_ns
 
 
 def _kernel_name(scoped: Scoped) -> str | None:

@@ -104,6 +104,7 @@ class Side:
     # copied to or from pageable host memory (None: no timeline); what diff's evidence reads
     graph_launches: float | None = None
     pageable_bytes: float | None = None
+    syncs: float | None = None  # synchronising CUDA calls per iteration (None: no API table)
 
     @property
     def runs(self) -> tuple[Run, ...]:
@@ -161,11 +162,20 @@ def build(label: str, sources: tuple[str, ...], session: Session, diagnosis: Dia
     kernels, sequence = _kernels(launches, which, len(walls), diagnosis)
     n = max(len(walls), 1)
     graphs, pageable = _graph_launches(scoped.api_calls), _pageable_bytes(inside)
+    syncs = _syncs(scoped.api_calls)
     return Side(
         label, sources, diagnosis, Spread(walls), basis, kernels, sequence, inside,
         scoped.nvtx_ranges, command=session.meta.command,
         graph_launches=None if graphs is None else graphs / n, pageable_bytes=pageable / n,
+        syncs=None if syncs is None else syncs / n,
     )  # fmt: skip
+
+
+def _syncs(api: pd.DataFrame) -> float | None:
+    """Calls that block the host until GPU work finishes, in the region (None: no API table)."""
+    if not len(api) or "is_sync" not in api:
+        return None
+    return float(api["is_sync"].astype(bool).sum())
 
 
 def _graph_launches(api: pd.DataFrame) -> float | None:
