@@ -182,3 +182,18 @@ def test_cli_follows_the_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None
     lines = result.output.splitlines()
     assert max(map(len, lines)) <= 80 and lines[0].startswith("BEFORE:")
     assert result.output == _text("bert_graph", 80)
+
+
+def test_kernel_option_keeps_the_program_findings_of_both_sides() -> None:
+    """`diff --kernel nvjet`: each side lists only the cuBLAS kernels, and its program findings
+    (the launch-bound step BERT's graph fixes) are the whole program's, so the CUDA graph's
+    row is still checked."""
+    before, after, _, _ = PAIRS["bert_graph"]
+    some = compare_inputs((ROOT / before,), (ROOT / after,), kernel="nvjet")
+    whole = _diff("bert_graph")
+    for side in ("before", "after"):
+        a, b = getattr(some, side).diagnosis, getattr(whole, side).diagnosis
+        assert [f.rule for f in a.program_findings] == [f.rule for f in b.program_findings]
+        assert all("nvjet" in k.name for k in a.kernels)
+    assert some.before.diagnosis.kernels  # (AFTER, an nsys recording, profiled none)
+    assert [r.key for r in some.by_change if r.counted] == ["cuda-graph"]

@@ -124,7 +124,9 @@ def diagnose_inputs(
         what = f"{profiled:,} profiled launches" if profiled else f"{traced:,} GPU activities"
         steps.step(f"analysing {what}")
     diagnosis = diagnose(session, rules, region=region)
-    return session, kernels_only(diagnosis, kernel) if kernel else diagnosis
+    if kernel and session.has_kernels():
+        diagnosis = kernels_only(diagnosis, kernel)
+    return session, diagnosis
 
 
 def kernels_only(diagnosis: Diagnosis, pattern: str) -> Diagnosis:

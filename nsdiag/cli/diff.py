@@ -71,12 +71,9 @@ def _diagnosed(
     if not session.has_timeline() and not session.has_kernels():
         raise InputError(f"{', '.join(map(str, paths))}: no kernels", "give a profile with kernels")
     diagnosis = diagnose(session, region=region)
-    # --kernel lists the matching kernels; the program's findings are the whole program's
-    return (
-        tuple(str(p) for p in paths),
-        session,
-        kernels_only(diagnosis, kernel) if kernel else diagnosis,
-    )
+    if kernel and session.has_kernels() and session.has_timeline():
+        diagnosis = kernels_only(diagnosis, kernel)  # the program's findings: the whole program's
+    return tuple(str(p) for p in paths), session, diagnosis
 
 
 def _runs(

@@ -39,7 +39,10 @@ def is_session_dir(path: Path) -> bool:
 
 
 def has_tables(path: Path) -> bool:
-    """Every table file of a session is there (tables/NAME.csv.gz)."""
+    """Every table file of a session is there (tables/NAME.csv.gz), and no save is under way
+    or was cut short (its lock file is gone: the tables are one save's)."""
+    if os.path.lexists(path / LOCK):
+        return False
     return all((path / "tables" / f"{name}.csv.gz").is_file() for name in TABLES)
 
 

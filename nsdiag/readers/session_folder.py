@@ -55,6 +55,22 @@ _AGAIN = "run nsdiag profile again"
 def not_a_session(directory: Path) -> InputError:
     """The error for a folder without session.json: what its status.json says happened when
     `nsdiag profile` wrote it (stopped before anything was recorded), else that it is no session."""
+    tables = directory / "tables"
+    if tables.is_dir():  # session.json deleted, and the tables cannot stand in for it
+        missing = [t for t in store.TABLES if not (tables / f"{t}.csv.gz").is_file()]
+        cut = (directory / store.LOCK).exists()
+        what = (
+            f"tables/ lacks {', '.join(f'{t}.csv.gz' for t in missing)}"
+            if missing
+            else f"a save into it was cut short ({store.LOCK} is there)"
+            if cut
+            else "its tables are unreadable"
+        )
+        return InputError(
+            f"{directory} has no {store.MANIFEST} and {what}: nothing to read the session from",
+            f"nsdiag load -o NEW_FOLDER {directory / 'reports'}/* rebuilds it from the reports "
+            "nsdiag profile kept; else run nsdiag profile again",
+        )
     try:
         status = read_status(directory)
     except InputError:
