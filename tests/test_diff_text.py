@@ -99,10 +99,12 @@ _WORD = re.compile(r"[^\s\[\](),;:]+")
 @pytest.mark.parametrize("name", sorted(PAIRS))
 def test_words_are_never_broken(name: str) -> None:
     """Each word of the 80-column text is a word of the unwrapped (very wide) one, or a name
-    cut in the middle (with …): wrapping broke none."""
+    cut in the middle (with …, and a hash where two cuts read the same): wrapping broke
+    none."""
     wide = set(_WORD.findall(_text(name, 2000)))
     narrow = set(_WORD.findall(_text(name, 80)))
-    broken = {w for w in narrow - wide if "…" not in w}
+    # names cut in the middle carry …; look-alikes the cut made equal, a hash (`~0ab9`)
+    broken = {w for w in narrow - wide if "…" not in w and not re.fullmatch("~[0-9a-f]{4}", w)}
     assert not broken, sorted(broken)
 
 

@@ -125,11 +125,11 @@ def diagnose_inputs(
         steps.step(f"analysing {what}")
     diagnosis = diagnose(session, rules, region=region)
     if kernel and session.has_kernels():
-        diagnosis = kernels_only(diagnosis, kernel)
+        diagnosis = kernels_only(diagnosis, session, kernel)
     return session, diagnosis
 
 
-def kernels_only(diagnosis: Diagnosis, pattern: str) -> Diagnosis:
+def kernels_only(diagnosis: Diagnosis, session: Session, pattern: str) -> Diagnosis:
     """`--kernel PATTERN`: the diagnosis of the whole program with only the matching kernel
     signatures listed (name or demangled name, a regular expression, case ignored) and the
     changes that touch one of them or the program (a range, the timeline). The program's
@@ -156,11 +156,16 @@ def kernels_only(diagnosis: Diagnosis, pattern: str) -> Diagnosis:
         for c in diagnosis.changes
         if any(t.kind != "kernel" or t.kernel_id in ids for t in c.touches)
     )
+    # the profiled launches listed (as keep_kernels counted them)
+    names = session.kernels["name"].astype(str)
+    demangled = session.kernels.get("demangled", names).fillna("").astype(str)
+    launches = int((names.str.contains(regex) | demangled.str.contains(regex)).sum())
     return replace(
         diagnosis,
         kernels=kept,
         changes=changes,
         total_gpu_time_ns=sum(k.total_duration_ns or 0.0 for k in kept),
+        meta={**diagnosis.meta, "kernel_launches": launches},
     )
 
 

@@ -72,7 +72,9 @@ def _diagnosed(
         raise InputError(f"{', '.join(map(str, paths))}: no kernels", "give a profile with kernels")
     diagnosis = diagnose(session, region=region)
     if kernel and session.has_kernels() and session.has_timeline():
-        diagnosis = kernels_only(diagnosis, kernel)  # the program's findings: the whole program's
+        diagnosis = kernels_only(
+            diagnosis, session, kernel
+        )  # the program's findings: the whole program's
     return tuple(str(p) for p in paths), session, diagnosis
 
 

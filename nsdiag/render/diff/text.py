@@ -7,6 +7,7 @@ broken. Returned as a string; the CLI prints it."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -22,7 +23,7 @@ from nsdiag.render.text_layout import DIM, SECTION, TITLE, WARNING, Page, middle
 FINDINGS_LISTED = 10  # per group (changed, persisting, new)
 INDENT = 4  # a kernel's second and later lines, a change's lines under its title
 # the numbers in front of each kernel: change, its percentage, before, after
-NUMBER_WIDTHS = (8, 8, 8, 8)
+NUMBER_WIDTHS = (8, 8, 7, 7)
 
 
 def render_diff_text(diff: Diff, options: DiffOptions | None = None) -> str:
@@ -75,6 +76,9 @@ def _para(
 # ------------------------------------------------------------------------------- kernels
 
 
+_TORCH_NAMESPACE = re.compile(r"^(?:at::(?:native::)?|c10::)")
+
+
 @dataclass(frozen=True)
 class _Names:
     """Kernel signature name -> a display name no other listed kernel shares."""
@@ -82,9 +86,13 @@ class _Names:
     short: dict[str, str]
     tellers: dict[tuple[str, str, str], str]  # (name, grid, block) -> `grid 64`, `~1bd6`
 
-    def of(self, k: KernelTimes, width: int) -> str:
+    def of(self, k: KernelTimes, width: int, extra: str = "") -> str:
+        """The name in `width` characters: cut in the middle, what tells it apart from
+        look-alikes (and `extra`) kept whole."""
         base = fmt.printable(self.short.get(k.name, k.name))
-        teller = self.tellers.get((k.name, k.grid, k.block), "")
+        teller = " ".join(t for t in (self.tellers.get((k.name, k.grid, k.block), ""), extra) if t)
+        if len(base) + len(teller) + 1 > width:  # PyTorch's namespaces go before the name
+            base = _TORCH_NAMESPACE.sub("", base)
         if not teller:
             return middle(base, width)
         return f"{middle(base, max(width - len(teller) - 1, 8))} {teller}"
@@ -117,11 +125,26 @@ def _telling(k: KernelTimes, others: Sequence[KernelTimes]) -> str:
     return f"~{kernel_names.short_hash(k.name)}"
 
 
-def _side_names(kernels: tuple[KernelTimes, ...], names: _Names, width: int) -> str:
+def _side_names(
+    kernels: tuple[KernelTimes, ...], names: _Names, width: int, extra: str = ""
+) -> str:
     if not kernels:
         return fmt.MISSING
     more = f" + {len(kernels) - 1} more" if len(kernels) > 1 else ""
-    return names.of(kernels[0], max(width - len(more), 16)) + more
+    return names.of(kernels[0], max(width - len(more), 16), extra) + more
+
+
+def _fitted(sides: Sequence[tuple[KernelTimes, ...]], names: _Names, width: int) -> list[str]:
+    """Each row's names in `width`; rows the cut made read the same get a short hash of their
+    first kernel's full name (as explain's kernel table does)."""
+    fitted = [_side_names(ks, names, width) for ks in sides]
+    seen = Counter(fitted)
+    return [
+        _side_names(ks, names, width, f"~{kernel_names.short_hash(ks[0].name)}")
+        if ks and seen[f] > 1
+        else f
+        for ks, f in zip(sides, fitted, strict=True)
+    ]
 
 
 def _kernels(page: Page, diff: Diff, top: int) -> None:
@@ -131,19 +154,21 @@ def _kernels(page: Page, diff: Diff, top: int) -> None:
     page.blank()
     page.line((f"Kernels, largest change first (time{rows.unit(diff)})", SECTION))
     head = ("change", "%", "before", "after")
-    numbers = "  ".join(h.rjust(w) for h, w in zip(head, NUMBER_WIDTHS, strict=True))
+    numbers = " ".join(h.rjust(w) for h, w in zip(head, NUMBER_WIDTHS, strict=True))
     page.line((f"{numbers}  kernel BEFORE (-> AFTER)", TITLE))
     lead = len(numbers) + 2
     every = [k for m in diff.matches for k in (*m.before, *m.after)]
     names = _names(every, short_names([k.name for k in every]))
-    for r in ranked[:top]:
+    listed = ranked[:top]
+    firsts = _fitted([r.match.before or r.match.after for r in listed], names, page.width - lead)
+    replaced = [r.match.after if r.match.before else () for r in listed]
+    afters = _fitted(replaced, names, page.width - INDENT - 3)
+    for r, name, after in zip(listed, firsts, afters, strict=True):
         m = r.match
         cells = (r.change, r.change_pct, r.before_time, r.after_time)
-        first = "  ".join(c.rjust(w) for c, w in zip(cells, NUMBER_WIDTHS, strict=True))
-        shown = m.before or m.after
-        page.line(first + "  " + _side_names(shown, names, page.width - lead))
+        first = " ".join(c.rjust(w) for c, w in zip(cells, NUMBER_WIDTHS, strict=True))
+        page.line(first + "  " + name)
         if m.before and m.after and not m.same_kernel:
-            after = _side_names(m.after, names, page.width - INDENT - 3)
             page.line(" " * INDENT + "-> " + after)
         detail = [r.method, f"launches {r.launches}"]
         if r.per_launch:
