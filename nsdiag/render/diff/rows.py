@@ -32,7 +32,8 @@ def time(diff: Diff, ns: float | None) -> str:
 
 
 def signed(ns: float) -> str:
-    return ("+" if ns > 0 else "−" if ns < 0 else "±") + fmt.time_ns(abs(ns))
+    """`+434 µs`, `-6.36 ms`: the sign as the percentages beside it print theirs."""
+    return ("+" if ns > 0 else "-" if ns < 0 else "±") + fmt.time_ns(abs(ns))
 
 
 def pct_change(before: float, after: float) -> str:
