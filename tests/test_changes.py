@@ -169,9 +169,12 @@ def test_tf32_saves_within_a_factor_of_two_of_the_precision_change() -> None:
     from tests.test_diff import side
 
     d = compare(side(VIT), side("third_party/vit_tf32.sqlite.gz"))
-    (made,) = [m for m in d.changes if m.change.key == "precision:tf32-or-bf16"]
+    # partly made: TF32 changed the GEMMs' precision, not the fp32 attention kernel's (which
+    # the change's prediction counted too, for bf16 autocast)
+    (row,) = [r for r in d.by_change if r.key == "precision:tf32-or-bf16"]
+    assert row.status == "partly" and "fp32 -> tf32" in row.evidence
     measured = -d.region.change_ns
-    assert made.predicted_ns is not None and 0.5 <= measured / made.predicted_ns <= 2.0
+    assert row.predicted_ns is not None and 0.5 <= measured / row.predicted_ns <= 2.0
     assert d.check is not None and 0.5 <= (d.check.ratio or 0) <= 2.0
 
 

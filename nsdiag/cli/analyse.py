@@ -117,19 +117,90 @@ def diagnose_inputs(
     from nsdiag.analysis.filters import keep_kernels
 
     rules = active_rules(rule_dirs).rules  # before reading: a bad rule fails fast
+    _one_program(inputs)
     if steps is not None:
         steps.step(
             f"reading {inputs[0].name}"
             + (f" and {len(inputs) - 1} more" if len(inputs) > 1 else "")
         )
     session = load_inputs(inputs, max_input_mb=max_input_mb)
-    if kernel:
+    if kernel and not session.has_kernels():  # a timeline alone: kept whole, with a warning
         session = keep_kernels(session, kernel)
     if steps is not None:
         profiled, traced = len(session.kernels), len(session.timeline)
         what = f"{profiled:,} profiled launches" if profiled else f"{traced:,} GPU activities"
         steps.step(f"analysing {what}")
-    return session, diagnose(session, rules, region=region)
+    diagnosis = diagnose(session, rules, region=region)
+    if kernel and session.has_kernels():
+        diagnosis = kernels_only(diagnosis, session, kernel)
+    return session, diagnosis
+
+
+def kernels_only(diagnosis: Diagnosis, session: Session, pattern: str) -> Diagnosis:
+    """`--kernel PATTERN`: the diagnosis of the whole program with only the matching kernel
+    signatures listed (name or demangled name, a regular expression, case ignored) and the
+    changes that touch one of them or the program (a range, the timeline). The program's
+    analyses (its timeline, launch sequence, fusion chains) ran on every kernel: their
+    findings stay as they are."""
+    import re
+    from dataclasses import replace
+
+    try:
+        regex = re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise NsdiagError(
+            f"--kernel {pattern!r} is not a valid regular expression: {exc}",
+            "e.g. --kernel 'gemm|conv'",
+        ) from exc
+    kept = [k for k in diagnosis.kernels if regex.search(k.name) or regex.search(k.demangled or "")]
+    if not kept:
+        raise NsdiagError(
+            f"no kernel matches --kernel {pattern!r}", "run without --kernel to list the kernels"
+        )
+    ids = {k.id for k in kept}
+    changes = tuple(
+        c
+        for c in diagnosis.changes
+        if any(t.kind != "kernel" or t.kernel_id in ids for t in c.touches)
+    )
+    # the profiled launches listed (as keep_kernels counted them)
+    names = session.kernels["name"].astype(str)
+    demangled = session.kernels.get("demangled", names).fillna("").astype(str)
+    launches = int((names.str.contains(regex) | demangled.str.contains(regex)).sum())
+    return replace(
+        diagnosis,
+        kernels=kept,
+        changes=changes,
+        total_gpu_time_ns=sum(k.total_duration_ns or 0.0 for k in kept),
+        meta={**diagnosis.meta, "kernel_launches": launches},
+    )
+
+
+def _one_program(inputs: tuple[Path, ...]) -> None:
+    """Refuse session folders of different programs (other scripts, other GPUs) given
+    together: their merge would be one diagnosis of two programs. The ranks of one run are one
+    folder (nsdiag profile records a launcher's ranks together) or one report per rank, which
+    carry no command line: readers/ranks.py merges those and warns when their kernels differ.
+    Two recordings of one program are compared with `nsdiag diff`, not merged."""
+    from nsdiag.analysis.diff.sameness import script_of
+    from nsdiag.model import store
+
+    folders = [p for p in inputs if store.is_session_dir(p)]
+    if len(folders) < 2:
+        return
+    known = [(p, *store.recorded_program(p)) for p in folders]
+    scripts = {p: s for p, c, _ in known if (s := script_of(c))}
+    gpus = {p: g for p, _, g in known if g}
+    for what, seen in (("ran", scripts), ("was recorded on", gpus)):
+        first: dict[str, Path] = {}  # each program's (GPU's) first folder
+        for path, value in seen.items():
+            first.setdefault(value, path)
+        if len(first) > 1:
+            (x, a), (y, b) = list(first.items())[:2]
+            raise NsdiagError(
+                f"{a} {what} {x} and {b} {what} {y}: different programs, not one to explain",
+                f"explain each alone, or compare them: nsdiag diff {a} {b}",
+            )
 
 
 verbose_option = click.option(
@@ -156,11 +227,22 @@ verbose_option = click.option(
 @region_option
 @rules_option
 @click.option(
+    "--changes",
+    "changes",
+    default=5,
+    show_default=True,
+    callback=_count("--changes"),
+    metavar="N",
+    help="changes listed under 'What to change first', largest saving first (--verbose: all)",
+)
+@click.option(
     "--top",
     default=3,
     show_default=True,
     callback=_count("--top"),
-    help="findings shown per kernel",
+    metavar="N",
+    help="findings shown per kernel in --verbose's kernel blocks (the short view's kernel "
+    "table shows each kernel's change)",
 )
 @click.option(
     "--top-kernels",
@@ -183,6 +265,7 @@ def explain(
     kernel: str | None,
     region: str,
     rule_dirs: tuple[Path, ...],
+    changes: int,
     top: int,
     top_kernels: int,
     as_json: bool,
@@ -201,7 +284,13 @@ def explain(
             text = render(diagnosis, session, "json")
         else:
             text = render_text(
-                diagnosis, top, top_kernels, verbose=verbose, color=colored, width=width()
+                diagnosis,
+                top,
+                top_kernels,
+                verbose=verbose,
+                color=colored,
+                width=width(),
+                changes=changes,
             )
     click.echo(text, nl=False, color=colored)
 

@@ -12,6 +12,7 @@ import click
 
 from nsdiag.cli.analyse import INPUT_HELP, kernel_option
 from nsdiag.cli.help import examples
+from nsdiag.cli.terminal import color_option, use_color, width
 from nsdiag.errors import InputError
 from nsdiag.render.registry import extensions, formats
 
@@ -60,14 +61,22 @@ def _diagnosed(
 ) -> tuple[tuple[str, ...], Session, Diagnosis]:
     from nsdiag.analysis.engine import diagnose
     from nsdiag.analysis.filters import keep_kernels, keep_nvtx_range
+    from nsdiag.cli.analyse import kernels_only
 
-    if kernel:
+    # Without a timeline the side's time is its profiled kernels': those asked for. With one,
+    # the session stays whole (a timeline alone: with a warning) and the diagnosis lists them.
+    if kernel and not (session.has_kernels() and session.has_timeline()):
         session = keep_kernels(session, kernel)
     if not session.has_timeline() and region.startswith("nvtx:"):
         session = keep_nvtx_range(session, region.removeprefix("nvtx:"))
     if not session.has_timeline() and not session.has_kernels():
         raise InputError(f"{', '.join(map(str, paths))}: no kernels", "give a profile with kernels")
-    return tuple(str(p) for p in paths), session, diagnose(session, region=region)
+    diagnosis = diagnose(session, region=region)
+    if kernel and session.has_kernels() and session.has_timeline():
+        diagnosis = kernels_only(
+            diagnosis, session, kernel
+        )  # the program's findings: the whole program's
+    return tuple(str(p) for p in paths), session, diagnosis
 
 
 def _runs(
@@ -154,7 +163,9 @@ def _percent(
               f"({', '.join(extensions('diff', first=True))}); '-' writes to stdout")  # fmt: skip
 @click.option("--format", "fmt", type=click.Choice(formats("diff")),
               help="output format (default: text, or from the -o extension)")  # fmt: skip
-@click.option("--top", default=15, show_default=True, help="kernel matches listed (text, md)")
+@click.option("--top", default=15, show_default=True,
+              help="kernel matches listed, largest change first (text, Markdown; --json "
+              "has all)")  # fmt: skip
 @click.option("--fail-if-slower", "fail_pct", type=float, callback=_percent(MAX_PCT), metavar="PCT",
               help="exit 1 when the region, or a kernel above --gate-share of it, is more than "
               "PCT% slower in AFTER, beyond the run-to-run noise (measured with several runs "
@@ -165,6 +176,7 @@ def _percent(
 @click.option("--run-noise", "noise_pct", type=float, callback=_percent(MAX_PCT), metavar="PCT",
               help="how much two runs of the unchanged program differ, in percent (default: "
               "measured over several runs a side, else 6)")  # fmt: skip
+@color_option
 def diff(
     inputs: tuple[Path, ...],
     before: tuple[Path, ...],
@@ -180,6 +192,7 @@ def diff(
     fail_pct: float | None,
     share_pct: float,
     noise_pct: float | None,
+    color: str,
 ) -> None:
     from nsdiag.render import DiffOptions, format_from_path, render_diff
     from nsdiag.render.diff.rows import gate_line
@@ -200,12 +213,18 @@ def diff(
         share_pct,
         noise_pct,
     )
-    text = render_diff(result, fmt, DiffOptions(top=top))
-    if output and output != "-":
-        path = write_report(Path(output), text)
+    to_file = bool(output and output != "-")
+    colored = fmt == "text" and not to_file and use_color(color)
+    # text follows the terminal's width (a file or a pipe: DiffOptions' default)
+    options = DiffOptions(top=top, color=colored)
+    if not to_file:
+        options = DiffOptions(top=top, width=width(), color=colored)
+    text = render_diff(result, fmt, options)
+    if to_file:
+        path = write_report(Path(str(output)), text)
         click.echo(f"wrote {path} ({fmt}, {len(text.encode()) / 1e6:.2f} MB)")
     else:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=colored)
     if fmt != "text" or (output and output != "-"):  # the text carries them already
         for warning in result.warnings:
             click.echo(f"nsdiag diff: warning: {warning}", err=True)

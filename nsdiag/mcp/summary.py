@@ -114,7 +114,9 @@ def diff_summary(doc: Document, gate_line: str | None, top: int = 5) -> str:
     if rows:
         lines.append("Changes of BEFORE, as ranked: predicted against measured saving")
     for row in rows[:top]:
-        made = "made" if row.get("made") else "not made"
+        made = row.get("status") or ("made" if row.get("made") else "not made")
+        if row.get("evidence"):
+            made += f": {row['evidence']}"
         measured = row.get("measured_ns")
         on = f" on {row['measured_on']}" if measured is not None and row.get("measured_on") else ""
         shared = row.get("measured_shared_by")

@@ -19,6 +19,7 @@ import pandas as pd
 from nsdiag.errors import InputError, OutputError
 from nsdiag.model.canonical import canonical_metrics
 from nsdiag.model.meta import SessionMeta
+from nsdiag.model.schema import TABLES as SCHEMAS
 from nsdiag.model.schema import SchemaError
 from nsdiag.model.session import Session, check_session
 from nsdiag.safe_write import os_error_hint, replacing, write_atomically
@@ -32,7 +33,17 @@ TABLES = ("kernels", "raw", "rule_results", "timeline", "api_calls", "nvtx_range
 
 
 def is_session_dir(path: Path) -> bool:
-    return path.is_dir() and (path / MANIFEST).is_file()
+    """A folder nsdiag wrote a session into: its session.json, or (that file deleted) its
+    tables, which `load` reads on their own."""
+    return path.is_dir() and ((path / MANIFEST).is_file() or has_tables(path))
+
+
+def has_tables(path: Path) -> bool:
+    """Every table file of a session is there (tables/NAME.csv.gz), and no save is under way
+    or was cut short (its lock file is gone: the tables are one save's)."""
+    if os.path.lexists(path / LOCK):
+        return False
+    return all((path / "tables" / f"{name}.csv.gz").is_file() for name in TABLES)
 
 
 # A table written ahead of the save (collect/table_staging.py): the frame it was written from
@@ -164,7 +175,11 @@ def _make_folder(directory: Path) -> None:
 
 
 def load(directory: Path) -> Session:
-    manifest = _manifest(directory)
+    manifest = (
+        _manifest(directory)
+        if os.path.lexists(directory / MANIFEST) or not has_tables(directory)
+        else _manifest_from_tables(directory)
+    )
     tables = {
         name: _read_table(
             directory / "tables" / f"{name}.csv.gz",
@@ -227,6 +242,108 @@ def _manifest(directory: Path) -> dict[str, Any]:
             "re-create the session with nsdiag load or nsdiag profile",
         )
     return cast(dict[str, Any], manifest)
+
+
+def _manifest_from_tables(directory: Path) -> dict[str, Any]:
+    """A manifest for a session folder whose session.json was deleted: each table's columns
+    from its header, their types from the Session schema (text stays text) or, for the
+    columns it does not name (the metrics), from the values; what nsdiag profile's files
+    beside the tables say (command.json: the command line; device.json: the GPU); and a
+    warning naming what only session.json held."""
+    columns: dict[str, list[str]] = {}
+    dtypes: dict[str, dict[str, str]] = {}
+    device: dict[str, Any] = {}
+    for name in TABLES:
+        path = directory / "tables" / f"{name}.csv.gz"
+        try:
+            frame = pd.read_csv(
+                path, keep_default_na=False, na_values=["", MISSING], low_memory=False
+            )
+        except pd.errors.EmptyDataError:  # an empty table is stored bare
+            frame = pd.DataFrame()
+        except (OSError, ValueError, EOFError, zlib.error) as exc:
+            raise InputError(f"{path} is unreadable: {exc}", _REBUILD.format(directory)) from exc
+        columns[name] = [str(c) for c in frame.columns]
+        if name == "kernels" and len(frame):
+            device = _kernels_device(frame)
+        dtypes[name] = {str(c): _inferred(name, str(c), frame[c]) for c in frame.columns}
+    warning = (
+        f"{directory} has no {MANIFEST}: read from its tables (column types inferred; the "
+        "Nsight Compute metrics' units and the nsys report's GPU clocks and bandwidth were only "
+        f"in {MANIFEST}); {_REBUILD.format(directory)}"
+    )
+    meta: dict[str, Any] = {"warnings": [warning], **_profile_files(directory)}
+    meta["device"] = {**device, **meta.get("device", {})} or None
+    return {"schema": SCHEMA, "meta": SessionMeta.from_json(meta), "raw_units": {},
+            "columns": columns, "dtypes": dtypes}  # fmt: skip
+
+
+_REBUILD = (
+    "to rebuild it, nsdiag load -o NEW_FOLDER {0}/reports/* (the reports nsdiag profile kept)"
+)
+
+
+def _inferred(table: str, column: str, values: pd.Series) -> str:
+    """A column's dtype as session.json would have recorded it: the schema's for the columns
+    it names (text as text, 'object' where values are missing), else the values' own."""
+    declared = next((c.dtype for c in SCHEMAS[table].columns if c.name == column), None)
+    if declared == "str" or (declared is None and values.dtype == object):
+        return "object" if values.isna().any() else "str"
+    if declared is not None and declared != "str" and values.dtype == object:
+        return "object"  # not numbers after all: left as read
+    return str(values.dtype) if declared is None or values.isna().any() else declared
+
+
+def _kernels_device(kernels: pd.DataFrame) -> dict[str, Any]:
+    """The GPU as the profiled launches name it (their first row): name, cc, SM count."""
+    first = kernels.iloc[0]
+    out: dict[str, Any] = {}
+    if "device" in kernels and isinstance(first["device"], str) and first["device"]:
+        out["name"] = first["device"]
+    if "cc" in kernels and pd.notna(first["cc"]):
+        out["cc"] = str(first["cc"])
+    if "sm_count" in kernels and pd.notna(first["sm_count"]):
+        out["sm_count"] = int(first["sm_count"])
+    return out
+
+
+def _profile_files(directory: Path) -> dict[str, Any]:
+    """The command line and GPU that nsdiag profile's command.json and device.json record."""
+    out: dict[str, Any] = {}
+    try:
+        command = json.loads((directory / "command.json").read_text())
+        if isinstance(command, dict) and isinstance(command.get("program"), list):
+            out["command"] = [str(w) for w in command["program"]]
+            if isinstance(command.get("time"), str):
+                out["profiled_at"] = command["time"]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        pass
+    try:
+        device = json.loads((directory / "device.json").read_text())
+        gpus = device.get("gpus") if isinstance(device, dict) else None
+        if isinstance(gpus, list) and gpus and isinstance(gpus[0], dict) and gpus[0].get("name"):
+            out["device"] = {"name": str(gpus[0]["name"])}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        pass
+    return out
+
+
+def recorded_program(directory: Path) -> tuple[tuple[str, ...] | None, str | None]:
+    """A session folder's profiled command line and GPU name, read cheaply (command.json and
+    device.json, which nsdiag profile writes; else session.json's meta); None where unknown.
+    What `explain` compares before merging several inputs."""
+    known = _profile_files(directory)
+    command, device = known.get("command"), (known.get("device") or {}).get("name")
+    if command is None or device is None:
+        try:
+            meta = json.loads((directory / MANIFEST).read_text()).get("meta") or {}
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+            meta = {}
+        if command is None and isinstance(meta.get("command"), list):
+            command = [str(w) for w in meta["command"]]
+        if device is None and isinstance(meta.get("device"), dict):
+            device = meta["device"].get("name")
+    return (tuple(command) if command else None), (str(device) if device else None)
 
 
 def _with_new_catalogue_metrics(kernels: pd.DataFrame, raw: pd.DataFrame) -> pd.DataFrame:

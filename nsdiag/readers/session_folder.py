@@ -22,7 +22,10 @@ from nsdiag.readers.merge import add_warnings
 
 
 def read(directory: Path) -> Session:
-    for path in (directory / store.MANIFEST, *(directory / "tables").glob("*")):
+    # session.json deleted: store.load reads the tables alone (and says so in a warning)
+    manifest = directory / store.MANIFEST
+    known = (manifest,) if manifest.exists() or manifest.is_symlink() else ()
+    for path in (*known, *(directory / "tables").glob("*")):
         source.check_file(path)
     session = store.load(directory)
     add_warnings(session, status_warnings(directory))
@@ -52,6 +55,22 @@ _AGAIN = "run nsdiag profile again"
 def not_a_session(directory: Path) -> InputError:
     """The error for a folder without session.json: what its status.json says happened when
     `nsdiag profile` wrote it (stopped before anything was recorded), else that it is no session."""
+    tables = directory / "tables"
+    if tables.is_dir():  # session.json deleted, and the tables cannot stand in for it
+        missing = [t for t in store.TABLES if not (tables / f"{t}.csv.gz").is_file()]
+        cut = (directory / store.LOCK).exists()
+        what = (
+            f"tables/ lacks {', '.join(f'{t}.csv.gz' for t in missing)}"
+            if missing
+            else f"a save into it was cut short ({store.LOCK} is there)"
+            if cut
+            else "its tables are unreadable"
+        )
+        return InputError(
+            f"{directory} has no {store.MANIFEST} and {what}: nothing to read the session from",
+            f"nsdiag load -o NEW_FOLDER {directory / 'reports'}/* rebuilds it from the reports "
+            "nsdiag profile kept; else run nsdiag profile again",
+        )
     try:
         status = read_status(directory)
     except InputError:

@@ -46,6 +46,8 @@ class DiffOptions:
     """What a comparison shows (`nsdiag diff --top N` -> top)."""
 
     top: int = 15  # kernel matches listed (text, Markdown)
+    width: int = 100  # text: columns (the terminal's; text_layout.WIDTH into a pipe or file)
+    color: bool = False  # text: ANSI colour and emphasis
 
 
 ReportRenderer = Callable[["Diagnosis", "Session | None", RenderOptions], str]

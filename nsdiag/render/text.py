@@ -64,10 +64,12 @@ def render_text(
     verbose: bool = False,
     color: bool = False,
     width: int = PAGE_WIDTH,
+    changes: int = RANKED,
 ) -> str:
     """The diagnosis for a terminal: `top` findings per kernel and `kernels` kernels (verbose
-    view: blocks; short view: table rows), `width` columns, ANSI colour when `color`."""
-    view = View.of(diagnosis, Page(width, color), verbose, RANKED)
+    view: blocks; short view: table rows), `width` columns, ANSI colour when `color`; the
+    short view lists `changes` changes (explain --changes N)."""
+    view = View.of(diagnosis, Page(width, color), verbose, changes)
     _header(view)
     _ranks(view)
     _changes(view)

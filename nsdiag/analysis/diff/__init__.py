@@ -6,7 +6,8 @@ noise.py     run-to-run noise: measured over several runs a side, else a default
 kernels.py   kernels matched across the sides, renames and fusions included
 findings.py  findings resolved, persisting, changed and new; predicted against measured, per
              finding and per change of BEFORE made in full
-by_change.py the prediction check as one row per change of BEFORE, as ranked
+evidence.py  whether AFTER shows each change of BEFORE made (precision, shape, graphs, ...)
+by_change.py the prediction check as one row per change of BEFORE, as ranked, and its total
 sameness.py  whether the two sides are one program
 gate.py      the CI gate (--fail-if-slower)
 result.py    the record and its JSON (docs/diff.schema.json)
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from nsdiag.analysis.diff.by_change import ChangeOutcome, outcomes
+from nsdiag.analysis.diff.by_change import ChangeOutcome, outcomes, prediction_check
 from nsdiag.analysis.diff.findings import compare_findings
 from nsdiag.analysis.diff.gate import DEFAULT_SHARE_PCT, Gate, check
 from nsdiag.analysis.diff.kernels import KernelMatch, match_kernels
@@ -41,11 +42,12 @@ def compare(
     b = _with_runs(build("before", *before), before_runs)
     a = _with_runs(build("after", *after), after_runs)
     matches = match_kernels(b, a)
-    findings, prediction, made = compare_findings(b, a, matches)
+    findings, made = compare_findings(b, a, matches)
     region = region_change(b, a)
     rows = outcomes(b, findings, made, matches, -region.change_ns)
     return Diff(
-        b, a, region, matches, findings, prediction, changes=made, by_change=rows,
+        b, a, region, matches, findings, prediction_check(rows, -region.change_ns), changes=made,
+        by_change=rows,
         warnings=program_warnings(b, a, matches),
     )  # fmt: skip
 

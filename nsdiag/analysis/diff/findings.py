@@ -14,12 +14,16 @@ minus after. Findings whose kernels a larger resolved finding already covers are
 added to the total, so the total compares one prediction per piece of time with the region's
 measured change.
 
+A finding that no longer fires counts only where AFTER shows its change made (evidence.py: the
+precision changed for a precision change, the shape for a shape change, graphs replayed for a
+CUDA graph...): a kernel's findings resolve too when a graph splits it into others.
+
 Where every finding (with an estimate) of one of BEFORE's changes (analysis/changes.py) was
-resolved, the change was made: the total counts the change's saving (marginal: after the changes
-ranked above it, so changes that share kernels do not count them twice; before the region's cap,
-since a side's iterations are timed by the GPU where it runs behind the host) instead of its
-findings', and the change is checked against the time its findings' kernels (or the region)
-lost.
+resolved and made, the change was made: the total counts the change's saving (marginal: after
+the changes ranked above it, so changes that share kernels do not count them twice; before the
+region's cap, since a side's iterations are timed by the GPU where it runs behind the host)
+instead of its findings', and the change is checked against the time its findings' kernels (or
+the region) lost.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from nsdiag.analysis.diff import evidence
+from nsdiag.analysis.diff.evidence import MADE, Evidence
 from nsdiag.analysis.diff.kernels import LABELS, KernelMatch
 from nsdiag.analysis.diff.side import Side
 from nsdiag.analysis.records.changes import Change
@@ -65,6 +71,12 @@ class FindingChange:
     counted: bool = False  # in the prediction check's total (itself, or with its change)
     shared: int = 0  # findings measured on the same region change (ratio only for the total)
     change: str | None = None  # the key of the change it belongs to (BEFORE's; AFTER's if new)
+    evidence: Evidence | None = None  # BEFORE's findings: whether AFTER shows its change made
+
+    @property
+    def made(self) -> bool:
+        """AFTER shows its change made (evidence.py): only these count in the check."""
+        return self.evidence is not None and self.evidence.status == MADE
 
     @property
     def finding(self) -> Finding:
@@ -119,13 +131,13 @@ class ChangeCheck:
 
 @dataclass(frozen=True)
 class PredictionCheck:
-    """The savings the resolved (and shrunk) findings predicted, together, against the
-    region's measured change (per iteration)."""
+    """The savings of BEFORE's changes that AFTER shows made (by_change.prediction_check: the
+    table's counted rows added up) against the region's measured change (per iteration)."""
 
     predicted_ns: float
     measured_ns: float
-    findings: int
-    changes: int = 0  # of BEFORE's changes, made in full, counted as one each
+    findings: int  # their findings AFTER shows made
+    changes: int = 0  # the changes counted (made, or partly made), one row each
 
     @property
     def ratio(self) -> float | None:
@@ -134,7 +146,7 @@ class PredictionCheck:
 
 def compare_findings(
     before: Side, after: Side, matches: Sequence[KernelMatch]
-) -> tuple[tuple[FindingChange, ...], PredictionCheck | None, tuple[ChangeCheck, ...]]:
+) -> tuple[tuple[FindingChange, ...], tuple[ChangeCheck, ...]]:
     owner_b, owner_a = _owners(matches, "before"), _owners(matches, "after")
     old = _grouped(_scoped(before, owner_b))
     new = _grouped(_scoped(after, owner_a))
@@ -165,19 +177,48 @@ def compare_findings(
         if id(a) not in paired:
             saved = after.per_iteration(a.finding.saved_ns)
             changes.append(FindingChange("new", None, a, None, saved, None, "", ""))
-    changes = _keyed(changes, before.diagnosis, after.diagnosis)
+    changes = _with_evidence(
+        _keyed(changes, before.diagnosis, after.diagnosis), before, after, by_id
+    )
     made = _made(changes, before, by_id, region_change)
     changes = _shared(_counted(changes, {m.change.key: m for m in made}))
     made = _shared_made(made, changes)
     changes.sort(
         key=lambda c: (STATUSES.index(c.status), -(c.predicted_ns or c.after_saved_ns or 0))
     )
-    keys = {m.change.key for m in made}
-    alone = [c for c in changes if c.counted and c.change not in keys]
-    counted = len(alone) + sum(1 for c in changes if c.counted and c.change in keys)
-    predicted = sum(c.expected_ns or 0.0 for c in alone) + sum(m.predicted_ns or 0.0 for m in made)
-    check = PredictionCheck(predicted, region_change, counted, len(made)) if counted else None
-    return tuple(changes), check, tuple(made)
+    return tuple(changes), tuple(made)
+
+
+def _with_evidence(
+    changes: list[FindingChange], before: Side, after: Side, matches: Mapping[int, KernelMatch]
+) -> list[FindingChange]:
+    """Each finding of BEFORE with what AFTER shows of its change (evidence.py)."""
+    by_key = {c.key: c for c in before.diagnosis.changes}
+    out = []
+    for c in changes:
+        if c.before is None:
+            out.append(c)
+            continue
+        scope = c.before.matches
+        rechecked = any(k.diagnosis is not None for i in scope for k in matches[i].after)
+        found = evidence.of_finding(
+            by_key.get(c.change or ""), c.status, c.finding.cause, _kernel_name(c.before),
+            scope, matches, before, after, rechecked, _shrink(c),
+        )  # fmt: skip
+        out.append(replace(c, evidence=found))
+    return out
+
+
+def _shrink(c: FindingChange) -> float | None:
+    """A changed finding's drop as a share of BEFORE's saving (None: no estimate)."""
+    if c.status != "changed" or not c.predicted_ns or c.after_saved_ns is None:
+        return None
+    return (c.predicted_ns - c.after_saved_ns) / c.predicted_ns
+
+
+def _kernel_name(scoped: Scoped) -> str | None:
+    k = scoped.kernel
+    return None if k is None else (k.demangled or k.name)
 
 
 def _owners_of(diagnosis: Diagnosis) -> dict[int, Change]:
@@ -217,7 +258,7 @@ def _made(
         change = by_key[key]
         if not estimated or change.uncapped_ns is None:
             continue
-        if any(c.status != "resolved" for c in estimated):
+        if any(c.status != "resolved" or not c.made for c in estimated):
             continue
         measured, on, scope = measured_change(estimated, matches, region_change)
         # Before the region's cap: the diff times a host loop that runs ahead of the GPU by the
@@ -401,9 +442,7 @@ def _counted(
             if c.expected_ns:
                 out[i] = replace(c, counted=True)
     candidates = [
-        i
-        for i, c in enumerate(changes)
-        if c.expected_ns and c.before is not None and c.change not in made
+        i for i, c in enumerate(changes) if c.expected_ns and c.made and c.change not in made
     ]
     programs = [i for i in candidates if changes[i].scope == "program"]
     kernels = sorted(

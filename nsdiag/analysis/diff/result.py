@@ -237,6 +237,9 @@ def _finding(c: FindingChange) -> dict[str, Any]:
         "how": c.how,
         "counted": c.counted,
         "change": c.change,
+        "evidence": None
+        if c.evidence is None
+        else {"status": c.evidence.status, "why": c.evidence.why},
     }
 
 

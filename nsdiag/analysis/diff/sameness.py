@@ -59,9 +59,12 @@ def _shares(matches: Sequence[KernelMatch], methods: tuple[str, ...]) -> tuple[f
 
 
 def _script(side: Side) -> str | None:
+    return script_of(side.command)
+
+
+def script_of(command: Sequence[str] | str | None) -> str | None:
     """The program a profiled command line ran: the script or `-m` module after the
     interpreter (the executable itself where there is none)."""
-    command = side.command
     if not command:
         return None
     words = command.split() if isinstance(command, str) else list(command)

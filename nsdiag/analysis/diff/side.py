@@ -37,6 +37,7 @@ ROLES = {
 }
 # Attention kernels kernel_facts.py does not name (PyTorch's memory-efficient fmha_cutlass*)
 ATTENTION_WORDS = ("fmha", "attention", "flash")
+GRAPH_LAUNCH = ("cudaGraphLaunch", "cuGraphLaunch")
 GPU_BEHIND = 1.1  # the GPU finishes the iterations this much later than the host ends them
 MAX_SEQUENCE = 5000  # launches compared in order (a side without iterations: its first ones)
 
@@ -99,6 +100,11 @@ class Side:
     nvtx: pd.DataFrame  # the NVTX ranges overlapping the region
     extra_runs: tuple[Run, ...] = ()  # further recordings of the same program (--before A B)
     command: tuple[str, ...] | str | None = None  # the profiled command line, where known
+    # per iteration (in the region): cudaGraphLaunch calls (None: no CUDA API table) and bytes
+    # copied to or from pageable host memory (None: no timeline); what diff's evidence reads
+    graph_launches: float | None = None
+    pageable_bytes: float | None = None
+    syncs: float | None = None  # synchronising CUDA calls per iteration (None: no API table)
 
     @property
     def runs(self) -> tuple[Run, ...]:
@@ -113,6 +119,11 @@ class Side:
     @property
     def kernel_time_ns(self) -> float:
         return sum(k.time_ns for k in self.kernels)
+
+    @property
+    def launches_per_iteration(self) -> float:
+        """Kernel launches per iteration (in the region where there are none)."""
+        return sum(k.launches_per_iteration for k in self.kernels)
 
     def per_iteration(self, ns: float | None) -> float | None:
         """A region total per iteration where the side has iterations."""
@@ -149,10 +160,41 @@ def build(label: str, sources: tuple[str, ...], session: Session, diagnosis: Dia
         walls = (float(region.wall_ns),)
         basis = "region"
     kernels, sequence = _kernels(launches, which, len(walls), diagnosis)
+    n = max(len(walls), 1)
+    graphs, pageable = _graph_launches(scoped.api_calls), _pageable_bytes(inside)
+    syncs = _syncs(scoped.api_calls)
     return Side(
         label, sources, diagnosis, Spread(walls), basis, kernels, sequence, inside,
         scoped.nvtx_ranges, command=session.meta.command,
+        graph_launches=None if graphs is None else graphs / n, pageable_bytes=pageable / n,
+        syncs=None if syncs is None else syncs / n,
     )  # fmt: skip
+
+
+def _syncs(api: pd.DataFrame) -> float | None:
+    """Calls that block the host until GPU work finishes, in the region (None: no API table)."""
+    if not len(api) or "is_sync" not in api:
+        return None
+    return float(api["is_sync"].astype(bool).sum())
+
+
+def _graph_launches(api: pd.DataFrame) -> float | None:
+    """cudaGraphLaunch calls in the region (None: the recording has no CUDA API table)."""
+    if not len(api) or "name" not in api:
+        return None
+    return float(api["name"].astype(str).isin(GRAPH_LAUNCH).sum())
+
+
+def _pageable_bytes(timeline: pd.DataFrame) -> float:
+    """Bytes copied from or to pageable host memory in the region."""
+    if not len(timeline) or "bytes" not in timeline:
+        return 0.0
+    pageable = np.zeros(len(timeline), dtype=bool)
+    for column in ("src_kind", "dst_kind"):
+        if column in timeline:
+            pageable |= (timeline[column].astype(str) == "pageable").to_numpy()
+    sizes = pd.to_numeric(timeline["bytes"], errors="coerce").fillna(0.0).to_numpy("float64")
+    return float(sizes[pageable].sum())
 
 
 def _iteration_of(when: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -249,14 +291,14 @@ def _kernels(
                 launches=len(use),
                 samples=tuple(float(x) for x in samples),
                 position=float(np.median(place[use])) if len(use) else math.nan,
-                role=_role(s.name),
+                role=role_of(s.name),
                 diagnosis=_lookup(found, s),
             )
         )
     return tuple(out), _typical_iteration(which, owner, n)
 
 
-def _role(name: str) -> str | None:
+def role_of(name: str) -> str | None:
     role = ROLES.get(parse_kernel_name(name).kind or "")
     if role is None and any(w in function_name(name).lower() for w in ATTENTION_WORDS):
         return "attention"

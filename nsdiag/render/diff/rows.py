@@ -32,7 +32,8 @@ def time(diff: Diff, ns: float | None) -> str:
 
 
 def signed(ns: float) -> str:
-    return ("+" if ns > 0 else "−" if ns < 0 else "±") + fmt.time_ns(abs(ns))
+    """`+434 µs`, `-6.36 ms`: the sign as the percentages beside it print theirs."""
+    return ("+" if ns > 0 else "-" if ns < 0 else "±") + fmt.time_ns(abs(ns))
 
 
 def pct_change(before: float, after: float) -> str:
@@ -244,17 +245,17 @@ def measured(diff: Diff, change: FindingChange) -> str:
 
 
 def check_line(diff: Diff) -> str:
-    """The prediction check in one sentence."""
+    """The prediction check in one sentence: the sum of the counted rows of the table."""
     c = diff.check
     if c is None:
-        return "Prediction check: no finding of BEFORE with an estimate was resolved or shrank"
-    made = (
-        f" ({c.changes} change(s) of BEFORE made in full, each counted once for its saving)"
-        if c.changes
-        else ""
-    )
+        return (
+            "Prediction check: no change of BEFORE with an estimate is shown made by AFTER "
+            "(made: its kernels or timeline changed as the change says)"
+        )
+    ranks = ", ".join(f"#{r.rank}" for r in diff.by_change if r.counted)
+    n = len([r for r in diff.by_change if r.counted])
     return (
-        f"Prediction check: the {c.findings} finding(s) resolved or shrunk{made} predicted "
+        f"Prediction check: the {n} change{'s' if n != 1 else ''} made ({ranks}) predicted "
         f"{time(diff, c.predicted_ns)}; the region measured {time(diff, c.measured_ns)} "
         f"(ratio {ratio(c.ratio)})"
     )
@@ -267,10 +268,11 @@ class ChangeRow:
     rank: str
     title: str
     rules: str
-    status: str  # `made (3 findings)`, `partly: 2 of 5 findings`
+    status: str  # `made: its kernels' precision changed (fp32 -> bf16)`, `not made: ...`
     predicted: str
     measured: str
     ratio: str
+    counted: bool = False  # in the prediction check's total
 
 
 def change_rows(diff: Diff, all_rows: bool = False) -> list[ChangeRow]:
@@ -280,11 +282,7 @@ def change_rows(diff: Diff, all_rows: bool = False) -> list[ChangeRow]:
     for r in diff.by_change:
         if not r.predicted_ns and r.measured_ns is None and not all_rows:
             continue
-        status = (
-            f"made ({r.findings} finding{'s' if r.findings != 1 else ''})"
-            if r.made
-            else f"partly: {r.resolved} of {r.findings} findings"
-        )
+        status = _status(r)
         out.append(
             ChangeRow(
                 rank=f"#{r.rank}",
@@ -294,9 +292,16 @@ def change_rows(diff: Diff, all_rows: bool = False) -> list[ChangeRow]:
                 predicted=time(diff, r.predicted_ns) if r.predicted_ns else fmt.NO_ESTIMATE,
                 measured=_change_measured(diff, r),
                 ratio=ratio(r.ratio),
+                counted=r.counted,
             )
         )
     return out
+
+
+def _status(r: ChangeOutcome) -> str:
+    """`made: its kernels' precision changed (fp32 -> bf16)`, `partly: ...; 2 of 5 findings`,
+    `not made: its kernel runs unchanged ...`, `unclear: ...`."""
+    return f"{r.status}: {r.evidence}" if r.evidence else r.status
 
 
 def unestimated_changes(diff: Diff) -> str | None:
