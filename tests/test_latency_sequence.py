@@ -1,7 +1,7 @@
-"""Issue 39 item 2: the region's sequence search and the fusion analysis, made fast, give what a
-straightforward implementation of their definitions gives, on real recordings and on synthetic
-edge cases (period 1, a period as long as the run, no repetition, a chain that ends the run).
-No wall time is asserted: benchmarks/bench_latency.py --kinds floor measures them."""
+"""Issue 39 item 2: the region's sequence search, its weights and the fusion analysis, made fast,
+give what a straightforward implementation of their definitions gives, on real recordings and
+on synthetic edge cases (period 1, a period as long as the run, no repetition, a chain that ends
+the run). No wall time is asserted: benchmarks/bench_latency.py --kinds floor measures them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ import pytest
 import nsdiag
 from nsdiag.analysis.program import fusion
 from nsdiag.analysis.program.analyses import FUSION_CANDIDATES
-from nsdiag.analysis.region import sequence
+from nsdiag.analysis.region import scope, sequence
+from nsdiag.analysis.region.choose import choose_region
+from nsdiag.analysis.region.scope import restrict, weigh_by_region
 from nsdiag.analysis.region.sequence import (
     MIN_MATCH,
     _candidate_periods,
@@ -27,7 +29,9 @@ from nsdiag.analysis.region.sequence import (
     synced_before,
 )
 from nsdiag.analysis.region.steady import FEW_ITERATIONS, MIN_ITERATIONS
-from nsdiag.analysis.region.windows import kernels_in_launch_order
+from nsdiag.analysis.region.windows import counts, kernels_in_launch_order
+from nsdiag.model.launches import kernel_launches
+from nsdiag.model.signature import SEPARATOR, signature_keys
 from tests.test_latency_fusion import _by_definition, _key
 
 DATA = Path(__file__).parent / "data"
@@ -248,3 +252,49 @@ def test_chains_claimed_launches() -> None:
     got = [[_key(s) for s in chain] for chain in fusion.chains(frame, PARAMS, claimed)]
     assert got == _by_definition(frame, PARAMS, claimed)
     assert len(got) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recording", RECORDINGS[:3])
+def test_codes_number_the_key_texts(recording: str) -> None:
+    """One number per launch, as pd.factorize numbers the launches' key texts with "s" appended
+    where the host synchronised before it (what the codes were first made from)."""
+    codes, kernels, synced, _ = _codes(recording)
+    texts = signature_keys(kernels, exact=True) + np.where(synced, SEPARATOR + "s", "")
+    expected, _ = pd.factorize(texts)
+    assert codes.tolist() == expected.tolist()
+    assert synced.any()
+
+
+def test_counts_are_each_windows_launches() -> None:
+    launches = np.array([5, 1, 9, 9, 3, 12, 7], dtype="int64")
+    windows = [(0, 5), (5, 9), (9, 10), (13, 20), (1, 1), (-5, 100)]
+    expected = [sum(a <= t < b for t in launches.tolist()) for a, b in windows]
+    assert counts(launches, windows) == expected
+    assert counts(np.sort(launches), windows, ordered=True) == expected
+    assert counts(launches, []) == []
+
+
+# --- the region's weights ----------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "recording", ["idioms/copy_feed", "programs/lm_train_full", "third_party/train_logging"]
+)
+def test_weights_from_the_profiled_shapes_alone(
+    recording: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """weigh_by_region groups only the launches a profiled kernel may match: every weight is
+    what grouping all the region's launches gives."""
+    session = nsdiag.load(DATA / recording)
+    chosen = choose_region(session.timeline, session.api_calls, session.nvtx_ranges)
+    region_timeline = restrict(session, chosen).timeline
+    got = weigh_by_region(session.kernels, region_timeline)
+    launches = region_timeline[region_timeline["kind"] == "kernel"]
+    assert len(scope._shaped_like(session.kernels, kernel_launches(launches))) < len(launches)
+    monkeypatch.setattr(scope, "_shaped_like", lambda kernels, launches: launches)
+    expected = weigh_by_region(session.kernels, region_timeline)
+    pd.testing.assert_frame_equal(got.kernels, expected.kernels, check_exact=True)
+    assert (got.outside, got.matched) == (expected.outside, expected.matched)
+    assert got.matched
