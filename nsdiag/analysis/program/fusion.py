@@ -21,10 +21,11 @@ the data once, as one of its steps did). Chains that repeat (every iteration) ar
 from __future__ import annotations
 
 import itertools
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -40,9 +41,9 @@ _TENSOR_IDLE_PCT = 5.0  # an operation whose tensor pipe is busier runs real mat
 ELEMENTWISE = frozenset({"elementwise"})
 
 
-@dataclass(frozen=True)
-class FusionStep:
-    """Consecutive launches of one kernel: one operation of a chain."""
+class FusionStep(NamedTuple):
+    """Consecutive launches of one kernel: one operation of a chain (a named tuple: a decode
+    loop's chains hold 30,000 steps, and a frozen dataclass costs four times as much to make)."""
 
     name: str
     kind: str  # what its name says (kernel_facts)
@@ -55,7 +56,7 @@ class FusionStep:
 
     @property
     def has_bytes(self) -> bool:
-        return not (np.isnan(self.read_bytes) or np.isnan(self.write_bytes))
+        return not (math.isnan(self.read_bytes) or math.isnan(self.write_bytes))
 
     @property
     def elementwise(self) -> bool:
@@ -140,18 +141,7 @@ class _Steps:
                     held = alone[one] = frozenset((str(one),))
             else:
                 held = frozenset(str(r) for r in ranges[a:b])
-            out.append(
-                FusionStep(
-                    name=str(name),
-                    kind=str(kind),
-                    duration_ns=duration,
-                    read_bytes=read,
-                    write_bytes=write,
-                    best_bytes_per_s=best,
-                    min_dram_pct=dram,
-                    ranges=held,
-                )
-            )
+            out.append(FusionStep(str(name), str(kind), duration, read, write, best, dram, held))
         return out
 
 
