@@ -29,12 +29,13 @@ Both run as a user runs them, fresh processes timed in wall seconds, nothing sub
 after the other in each of `--repeat` rounds: `python -m nsdiag explain REC`, and a Python
 process that imports pandas and reads the same tables (a session folder's tables/*.csv.gz with
 `pandas.read_csv`; an export decompressed to a temporary file, then the tables nsdiag reads
-with `pandas.read_sql_query`). Prints each recording's medians, their ratio, its kernel
-launches and period (launches per steady-state iteration of the chosen region), then
-least-squares fits on log-log axes over the recordings (explain seconds and the ratio against
-launches, and explain seconds against launches and period together) and a synthetic sweep of
-the region's sequence search (in this process: time against launches at one period, and
-against the period at one count of launches).
+with `pandas.read_sql_query`). Prints each recording's medians, the median of the rounds'
+ratios (explain over the floor run beside it; with `--checkout DIR`, that copy's explain in
+the same rounds too, as "before"), its kernel launches and period (launches per steady-state
+iteration of the chosen region), then least-squares fits on log-log axes over the recordings
+(explain seconds and the ratio against launches, and explain seconds against launches and
+period together) and a synthetic sweep of the region's sequence search (in this process: time
+against launches at one period, and against the period at one count of launches).
 """
 
 from __future__ import annotations
@@ -183,10 +184,10 @@ def floor_command(path: Path) -> list[str]:
     return [sys.executable, "-c", FLOOR_SQLITE, str(path), *SQLITE_TABLES]
 
 
-def wall(command: list[str], env: dict[str, str] | None) -> float:
+def wall(command: list[str], env: dict[str, str] | None, cwd: Path | None = None) -> float:
     start = time.perf_counter()
     done = subprocess.run(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, env=env
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False, env=env, cwd=cwd
     )
     seconds = time.perf_counter() - start
     if done.returncode:
@@ -256,35 +257,54 @@ def sweep() -> list[tuple[str, int, int, float]]:
     return rows
 
 
-def measure_floor(repeat: int, env: dict[str, str] | None) -> list[dict[str, Any]]:
+def measure_floor(
+    repeat: int, env: dict[str, str] | None, checkout: Path | None
+) -> list[dict[str, Any]]:
     out = []
     for path in timeline_recordings():
         explain_cmd = [sys.executable, "-m", "nsdiag", "explain", str(path)]
-        explained, floors = [], []
-        for _ in range(repeat):  # alternating: a busy moment weighs on both
-            explained.append(wall(explain_cmd, env))
+        explained, floors, before = [], [], []
+        for _ in range(repeat):  # one after the other: a busy moment weighs on each
+            if checkout is not None:  # `python -m` finds the checkout's nsdiag first
+                before.append(wall(explain_cmd, env, checkout))
+            explained.append(wall(explain_cmd, env, ROOT))
             floors.append(wall(floor_command(path), env))
         launches, period = shape(path)
         explain_s, floor_s = statistics.median(explained), statistics.median(floors)
-        out.append(
-            {
-                "recording": str(path.relative_to(DATA)),
-                "explain_s": explain_s,
-                "floor_s": floor_s,
-                "ratio": explain_s / floor_s,
-                "launches": launches,
-                "period": period,
-            }
-        )
+        # each round's runs side by side: a shared machine's load comes and goes
+        ratio = statistics.median(e / f for e, f in zip(explained, floors, strict=True))
+        row = {
+            "recording": str(path.relative_to(DATA)),
+            "explain_s": explain_s,
+            "floor_s": floor_s,
+            "ratio": ratio,
+            "launches": launches,
+            "period": period,
+        }
+        was = ""
+        if before:
+            row["before_s"] = statistics.median(before)
+            row["before_ratio"] = statistics.median(
+                b / f for b, f in zip(before, floors, strict=True)
+            )
+            was = f" {row['before_s']:7.2f} {row['before_ratio']:6.2f}"
+        out.append(row)
         print(
-            f"{explain_s:7.2f} {floor_s:7.2f} {explain_s / floor_s:6.2f} {launches:8d} "
-            f"{period if period is not None else '-':>7}  {out[-1]['recording']}",
+            f"{explain_s:7.2f} {floor_s:7.2f} {ratio:6.2f}{was} {launches:8d} "
+            f"{period if period is not None else '-':>7}  {row['recording']}",
             flush=True,
         )
     return out
 
 
 def report_floor(rows: list[dict[str, Any]]) -> None:
+    if all("before_ratio" in r for r in rows):
+        was = max(rows, key=lambda r: r["before_ratio"])
+        over = sum(r["before_ratio"] > 2.0 for r in rows)
+        print(
+            f"before (--checkout): median {statistics.median(r['before_ratio'] for r in rows):.2f}"
+            f", worst {was['before_ratio']:.2f} ({was['recording']}); {over} of {len(rows)} over 2x"
+        )
     worst = max(rows, key=lambda r: r["ratio"])
     over = [r for r in rows if r["ratio"] > 2.0]
     print(
@@ -339,14 +359,22 @@ def main() -> None:
                 env = {**plain, "PYTHONPYCACHEPREFIX": str(Path(tmp) / "pycache")}
                 # every module compiled into the cache once: explain's, and both floors'
                 warm = DATA / "programs/infer_cnn"
-                wall([sys.executable, "-m", "nsdiag", "explain", str(warm)], env)
+                wall([sys.executable, "-m", "nsdiag", "explain", str(warm)], env, ROOT)
+                if options.checkout:
+                    wall(
+                        [sys.executable, "-m", "nsdiag", "explain", str(warm)],
+                        env,
+                        options.checkout,
+                    )
                 wall(floor_command(warm), env)
                 wall(floor_command(DATA / "nsys/pipeline.sqlite.gz"), env)
+            checkout = options.checkout.resolve() if options.checkout else None
+            before = f" {'before':>7s} {'ratio':>6s}" if checkout else ""
             print(
-                f"{'explain':>7s} {'floor':>7s} {'ratio':>6s} {'launches':>8s} {'period':>7s}"
-                f"  recording (wall s, median of {options.repeat})"
+                f"{'explain':>7s} {'floor':>7s} {'ratio':>6s}{before} {'launches':>8s} "
+                f"{'period':>7s}  recording (wall s, median of {options.repeat})"
             )
-            rows = measure_floor(options.repeat, env)
+            rows = measure_floor(options.repeat, env, checkout)
             report_floor(rows)
             load = ", ".join(f"{v:.1f}" for v in os.getloadavg())
             print(f"{os.cpu_count()} cores, load average at the end {load}")
