@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -18,6 +19,7 @@ import pandas as pd
 
 from nsdiag.errors import InputError, OutputError
 from nsdiag.model.canonical import canonical_metrics
+from nsdiag.model.catalogue import CATALOGUE
 from nsdiag.model.meta import SessionMeta
 from nsdiag.model.schema import TABLES as SCHEMAS
 from nsdiag.model.schema import SchemaError
@@ -349,13 +351,31 @@ def recorded_program(directory: Path) -> tuple[tuple[str, ...] | None, str | Non
 def _with_new_catalogue_metrics(kernels: pd.DataFrame, raw: pd.DataFrame) -> pd.DataFrame:
     """A session saved by an older nsdiag lacks the catalogue metrics added since: read them
     from its raw table (same rows, same order), as the readers would have."""
-    if raw.empty or len(raw) != len(kernels):
+    inputs = _new_metric_inputs(kernels, raw) if len(raw) == len(kernels) else []
+    if raw.empty or not inputs:
         return kernels
-    canonical = canonical_metrics(raw)
+    canonical = canonical_metrics(raw[inputs])
     new = [c for c in canonical.columns if c not in kernels.columns]
     if not new:
         return kernels
     return pd.concat([kernels, canonical[new].set_axis(kernels.index)], axis=1)
+
+
+def _new_metric_inputs(kernels: pd.DataFrame, raw: pd.DataFrame) -> list[str]:
+    """The raw columns of the catalogue metrics `kernels` lacks and `raw` can give (their ncu
+    names, groups or pattern): canonical_metrics of those columns alone holds the same new
+    metrics as of the whole raw table, at a fraction of its 0.05-0.2 s (850 columns)."""
+    have, available = set(kernels.columns), set(raw.columns)
+    needed: set[str] = set()
+    for spec in CATALOGUE.values():
+        if spec.name in have:
+            continue
+        if spec.pattern:
+            needed.update(c for c in raw.columns if re.search(spec.pattern, str(c)))
+        elif any(n in available for n in spec.ncu):
+            needed.update(n for n in spec.ncu if n in available)
+            needed.update(n for group in spec.groups for n in group if n in available)
+    return [c for c in raw.columns if c in needed]  # in the raw table's order, as it sums them
 
 
 def _read_table(path: Path, columns: list[str], dtypes: dict[str, str]) -> pd.DataFrame:
@@ -379,8 +399,11 @@ def _read_table(path: Path, columns: list[str], dtypes: dict[str, str]) -> pd.Da
             f"{path} is unreadable: {exc}", "re-create the session with nsdiag profile"
         ) from exc
     frame = frame[columns] if set(columns) <= set(frame.columns) else frame
+    # only the columns pandas did not read as their recorded dtype are converted: a raw table
+    # has 850 columns, nearly all read as recorded, and a column set at a time costs 0.2 ms
+    read_as = {str(c): str(t) for c, t in frame.dtypes.items()}
     for column, dtype in dtypes.items():
-        if column in frame:
+        if column in read_as and (dtype == "object" or read_as[column] != dtype):
             frame[column] = _restore(frame[column], dtype)
     return cast(pd.DataFrame, frame)
 

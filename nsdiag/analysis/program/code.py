@@ -93,7 +93,9 @@ def _code(change: Change, work: _Work) -> CodeAttribution | None:
     launches = float((acts["kind"] == "kernel").sum()) if len(acts) else 0.0
     if not work.ranges.recorded:
         operators = tuple(
-            dict.fromkeys(op for name in pd.unique(acts["name"]) if (op := operator_of(str(name))))
+            dict.fromkeys(
+                op for name in pd.unique(acts["name"]).tolist() if (op := operator_of(str(name)))
+            )
         ) if len(acts) else ()  # fmt: skip
         return CodeAttribution(
             source=KERNEL_NAMES if operators else NO_CODE,
@@ -105,7 +107,9 @@ def _code(change: Change, work: _Work) -> CodeAttribution | None:
         )
     if idle is not None and len(idle):
         # idle time: the launches the host made in the functions it idled the GPU in
-        acts = work.activities[work.activities["outer"].isin(set(idle["outer"]) - {NONE})]
+        acts = work.activities[
+            work.activities["outer"].isin(set(pd.unique(idle["outer"]).tolist()) - {NONE})
+        ]
     sites = _sites(acts, idle, work.ranges, n)
     if idle is not None and len(idle):
         launches = sum(site.launches for site in sites) * n

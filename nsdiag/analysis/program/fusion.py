@@ -21,10 +21,11 @@ the data once, as one of its steps did). Chains that repeat (every iteration) ar
 from __future__ import annotations
 
 import itertools
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -40,9 +41,9 @@ _TENSOR_IDLE_PCT = 5.0  # an operation whose tensor pipe is busier runs real mat
 ELEMENTWISE = frozenset({"elementwise"})
 
 
-@dataclass(frozen=True)
-class FusionStep:
-    """Consecutive launches of one kernel: one operation of a chain."""
+class FusionStep(NamedTuple):
+    """Consecutive launches of one kernel: one operation of a chain (a named tuple: a decode
+    loop's chains hold 30,000 steps, and a frozen dataclass costs four times as much to make)."""
 
     name: str
     kind: str  # what its name says (kernel_facts)
@@ -55,7 +56,7 @@ class FusionStep:
 
     @property
     def has_bytes(self) -> bool:
-        return not (np.isnan(self.read_bytes) or np.isnan(self.write_bytes))
+        return not (math.isnan(self.read_bytes) or math.isnan(self.write_bytes))
 
     @property
     def elementwise(self) -> bool:
@@ -114,18 +115,34 @@ class _Steps:
         metrics = ~self.heavy & (self.tensor_pct < _TENSOR_IDLE_PCT)
         return np.where(self.has_bytes, metrics, self.elementwise)
 
-    def step(self, i: int) -> FusionStep:
-        a, b = int(self.starts[i]), int(self.ends[i])
-        return FusionStep(
-            name=str(self.name[i]),
-            kind=str(self.kind[i]),
-            duration_ns=float(self.duration_ns[i]),
-            read_bytes=float(self.read_bytes[i]),
-            write_bytes=float(self.write_bytes[i]),
-            best_bytes_per_s=float(self.best_bytes_per_s[i]),
-            min_dram_pct=float(self.min_dram_pct[i]),
-            ranges=frozenset(str(r) for r in self.ranges[a:b]),
+    def chain_steps(self, indices: npt.NDArray[np.int64]) -> list[FusionStep]:
+        """The FusionSteps of the steps at `indices`: each column gathered once as Python
+        values (a decode loop's chains hold 30,000 steps: numpy scalars one at a time cost 1 s)."""
+        columns = zip(
+            self.name[indices].tolist(),
+            self.kind[indices].tolist(),
+            self.duration_ns[indices].tolist(),
+            self.read_bytes[indices].tolist(),
+            self.write_bytes[indices].tolist(),
+            self.best_bytes_per_s[indices].tolist(),
+            self.min_dram_pct[indices].tolist(),
+            self.starts[indices].tolist(),
+            self.ends[indices].tolist(),
+            strict=True,
         )
+        ranges = self.ranges
+        alone: dict[Any, frozenset[str]] = {}  # a step of one launch: its range's set, shared
+        out = []
+        for name, kind, duration, read, write, best, dram, a, b in columns:
+            if b - a == 1:
+                one = ranges[a]
+                held = alone.get(one)
+                if held is None:
+                    held = alone[one] = frozenset((str(one),))
+            else:
+                held = frozenset(str(r) for r in ranges[a:b])
+            out.append(FusionStep(str(name), str(kind), duration, read, write, best, dram, held))
+        return out
 
 
 def _steps(sequence: pd.DataFrame, claimed: npt.NDArray[np.bool_] | None) -> _Steps:
@@ -201,12 +218,6 @@ def _links(steps: _Steps, params: Mapping[str, float]) -> npt.NDArray[np.bool_]:
     return fusable[:-1] & fusable[1:] & ~steps.starts_segment[1:] & linked
 
 
-def _kept(chain: Sequence[FusionStep], at_roof: float) -> bool:
-    """A byte-matched chain whose kernels all stream at the DRAM roof may be independent
-    kernels of equal size; named elementwise operations are chains whatever their speed."""
-    return all(s.elementwise for s in chain) or min(s.min_dram_pct for s in chain) < at_roof
-
-
 def chains(
     sequence: pd.DataFrame,
     params: Mapping[str, float],
@@ -219,13 +230,23 @@ def chains(
         return []
     steps = _steps(sequence, claimed)
     edges = np.diff(np.concatenate([[0], _links(steps, params).astype(np.int8), [0]]))
-    found = []
     # a run of links from step `first` to step `last` - 1 chains steps first..last
-    for first, last in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1), strict=True):
-        chain = [steps.step(i) for i in range(int(first), int(last) + 1)]
-        if _kept(chain, params["at_roof_dram_pct"]):
-            found.append(chain)
-    return found
+    first, stop = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) + 1
+    # a byte-matched chain whose kernels all stream at the DRAM roof may be independent kernels
+    # of equal size; named elementwise operations are chains whatever their speed. Every
+    # chain at once: each one's [first, stop) reduced (a sentinel past the end)
+    bounds = np.column_stack([first, stop]).ravel()
+    all_elementwise = np.logical_and.reduceat(np.append(steps.elementwise, True), bounds)[::2]
+    least_dram = np.minimum.reduceat(np.append(steps.min_dram_pct, 0.0), bounds)[::2]
+    kept = all_elementwise | (least_dram < params["at_roof_dram_pct"])
+    first, stop = first[kept], stop[kept]
+    if not len(first):
+        return []
+    lengths = stop - first
+    indices = np.repeat(first - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+    made = steps.chain_steps(indices)
+    cuts = np.cumsum(lengths)[:-1].tolist()
+    return [made[a:b] for a, b in itertools.pairwise([0, *cuts, len(made)])]
 
 
 def _cost(chain: Sequence[FusionStep], ceiling: float) -> ChainCost:

@@ -17,7 +17,7 @@ from nsdiag.analysis.region.steady import (
     steady,
 )
 from nsdiag.analysis.region.windows import BoolArray, IntArray, as_iterations
-from nsdiag.model.signature import SEPARATOR, signature_keys
+from nsdiag.model.signature import signature_codes
 
 MIN_MATCH = 0.9  # share of launches that must repeat one period later
 MAIN_LOOP_SHARE = 0.5  # a loop runs at least this share of the time of the longest-running one
@@ -38,9 +38,14 @@ def synced_before(launches: IntArray, api: pd.DataFrame) -> BoolArray:
 def _signature_codes(kernels: pd.DataFrame, synced: BoolArray) -> IntArray:
     """One integer per launch: its kernel signature, and whether the host synchronised with the
     GPU since the previous launch (an iteration boundary the signatures alone may not show)."""
-    key = signature_keys(kernels, exact=True) + np.where(synced, SEPARATOR + "s", "")
-    codes, _ = pd.factorize(key)
-    return codes.astype("int64")
+    # numbered as the key texts (with "s" appended where synced) would be, in order of first
+    # appearance, without writing a text per launch
+    codes, texts = signature_codes(kernels, exact=True)
+    text_ids, _ = pd.factorize(np.array(texts, dtype=object))
+    combined = text_ids[codes].astype("int64") * 2 + np.asarray(synced, dtype="int64")
+    numbered, _ = pd.factorize(combined)
+    out: IntArray = numbered.astype("int64")
+    return out
 
 
 def _candidate_periods(codes: IntArray, least: int) -> list[int]:

@@ -61,11 +61,11 @@ def kernels_in_launch_order(timeline: pd.DataFrame) -> tuple[IntArray, IntArray]
 def counts(launches: IntArray, windows: list[Window], ordered: bool = False) -> list[int]:
     """Launches in each window; `ordered`: the launch times are sorted already (the region
     search cuts thousands of candidate loops from one sorted sequence: no sort each time)."""
+    if not windows:
+        return []
     ordered_ = launches if ordered else np.sort(launches)
-    return [
-        int(np.searchsorted(ordered_, e, "left") - np.searchsorted(ordered_, s, "left"))
-        for s, e in windows
-    ]
+    found = np.searchsorted(ordered_, np.asarray(windows, dtype="int64"), "left")
+    return [int(c) for c in (found[:, 1] - found[:, 0]).tolist()]
 
 
 def as_iterations(
