@@ -131,8 +131,7 @@ def _kernel_block(view: View, kernel: KernelDiagnosis, top: int) -> None:
     page.para(_facts(kernel), indent=3)
     if "~" in view.labels.get(kernel.id, ""):  # told apart by a hash: the full name says how
         page.para(kernel.demangled or kernel.name, label="name: ", indent=3, style=DIM)
-    note = f" ({kernel.verdict_note})" if kernel.verdict_note else ""
-    page.para(kernel.verdict + note, indent=3)
+    page.para(kernel.verdict + _note(kernel), indent=3)
     for finding in kernel.findings[:top]:
         change = view.change_of_kernel(kernel.id, finding.rule)
         page.para(
@@ -158,6 +157,13 @@ def _kernel_block(view: View, kernel: KernelDiagnosis, top: int) -> None:
         page.para(f"ncu's own top rule: {first.rule}{speedup}", indent=3, style=DIM)
 
 
+def _note(kernel: KernelDiagnosis) -> str:
+    """The verdict's note, less what the verdict's sentence already says (a small grid's block
+    count, a launch-bound kernel's duration)."""
+    parts = [p for p in kernel.verdict_note.split("; ") if p and p not in kernel.verdict]
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def _facts(kernel: KernelDiagnosis) -> str:
     """`10 launches, 30.7 ms (21.3% of GPU time), latency-bound (long scoreboard), 11% of
     roof, grid 64, block 512`."""
@@ -181,9 +187,6 @@ def _evidence(finding: Finding) -> str:
 
 
 def _evidence_item(e: Evidence) -> str:
-    """`dram_throughput_pct = 81.8% > 70.0%`: the value in its unit, and the threshold it was
-    compared with."""
-    value = fmt.evidence_value(e.metric, e.value)
-    if not e.op or e.threshold is None:
-        return f"{e.metric} = {value}"
-    return f"{e.metric} = {value} {e.op} {fmt.evidence_value(e.metric, e.threshold)}"
+    """`theoretical occupancy 18.8% (threshold < 50.0%)`: the value in words and its unit, and
+    the threshold it was compared with."""
+    return fmt.evidence_item(e.metric, e.value, e.op, e.threshold)

@@ -266,9 +266,11 @@ def _uncoalesced_side(values: Mapping[str, Any]) -> str:
 
 
 def _tail_label(values: Mapping[str, Any]) -> str:
+    """The message's subject: the grid, or for a matrix kernel its tiles (the finding's cause,
+    tail-effect, already heads the line: the message does not say it again)."""
     if number(values.get("is_gemm_like")) == 1:
-        return "Wave quantisation (the tile count of a matrix kernel just over a whole wave)"
-    return "Tail effect"
+        return "Wave quantisation: the matrix kernel's tiles, its grid,"
+    return "The grid"
 
 
 def _gemm_tile(values: Mapping[str, Any]) -> str:
@@ -282,8 +284,8 @@ TEXT_VALUES: dict[str, TextValue] = {
         _uncoalesced_side,
     ),
     "tail_label": TextValue(
-        "What a partial last wave is called: wave quantisation for a GEMM or convolution, else"
-        " tail effect.",
+        "The subject of a partial last wave's sentence: 'The grid', or for a GEMM or convolution"
+        " its tiles, called wave quantisation.",
         _tail_label,
     ),
     "gemm_tile": TextValue("The CTA tile M x N its name states, e.g. '64x8'.", _gemm_tile),
