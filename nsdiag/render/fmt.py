@@ -229,17 +229,20 @@ _KERNEL_NOUNS = {
 }
 
 
-def touches(change: Change, names: dict[str, str]) -> str:
+def touches(change: Change, names: dict[str, str], counted: bool = False) -> str:
     """What a change touches in a few words: "5 GEMM kernels", one kernel's short name, "2
     kernels (9 shapes)" (signatures of one name with other grids), "NVTX range batch", "the
-    program", "the program and 3 kernels" (each counted: the list after it has one item each)."""
+    program", "the program and 3 kernels" (each counted: the list after it has one item each);
+    `counted`: one kernel as "1 kernel" where a list of what it touches follows."""
     kernels = change.kernels
     ranges = [t.name for t in change.touches if t.kind == "range"]
     parts = []
     distinct = list(dict.fromkeys(t.name for t in kernels))
     shapes = f" ({len(kernels)} shapes)" if len(kernels) > len(distinct) else ""
-    if len(distinct) == 1:
+    if len(distinct) == 1 and not (counted and len(change.touches) > 1):
         parts.append(names.get(distinct[0], distinct[0]) + shapes)
+    elif len(distinct) == 1:  # `counted`: a list of them follows, by number
+        parts.append(f"1 kernel{shapes}")
     elif kernels:
         nouns = {_KERNEL_NOUNS.get(t.kernel_kind or "") for t in kernels}
         noun = nouns.pop() if len(nouns) == 1 else None
@@ -308,7 +311,8 @@ def region_line(diagnosis: Diagnosis) -> str | None:
         return None
     left_out = diagnosis.kernels_outside_region
     outside = (
-        f"; {left_out} profiled kernel signature(s) ran only outside it and are left out"
+        f"; {plural(left_out, 'profiled kernel signature')} ran only outside it and "
+        f"{'is' if left_out == 1 else 'are'} left out"
         if left_out
         else ""
     )

@@ -87,7 +87,8 @@ def _header(view: View) -> None:
     d, page = view.diagnosis, view.page
     device = d.device
     kernels_text = (
-        f"{len(d.kernels)} kernel signatures, {fmt.time_ns(d.total_gpu_time_ns)} of profiled "
+        f"{fmt.plural(len(d.kernels), 'kernel signature')}, "
+        f"{fmt.time_ns(d.total_gpu_time_ns)} of profiled "
         "GPU time"
         if d.kernels
         else "no Nsight Compute kernel metrics (timeline only)"
@@ -162,10 +163,10 @@ def _change(view: View, i: int, change: Change) -> None:
     else:
         summary = _touch_summary(view, change)
         if summary:
-            page.para(summary, indent=indent, style=DIM, lines=1)
+            page.para(summary, indent=indent, style=DIM, lines=2)
     code = fmt.code(change, verbose)
     if code:
-        page.para(code, label="code: ", indent=indent, style=DIM, lines=None if verbose else 1)
+        page.para(code, label="code: ", indent=indent, style=DIM, lines=None if verbose else 2)
     if change.findings:
         lead = change.findings[0]
         page.para(
@@ -203,7 +204,7 @@ def _touch_summary(view: View, change: Change) -> str | None:
             where = t.name if t.kind == "range" else view.touch(t)
         items.append(where if t.saved_ns is None else f"{where} {view.saved(t.saved_ns)}")
     more = f", {len(touches) - TOUCHES} more" if len(touches) > TOUCHES else ""
-    return f"on {fmt.touches(change, view.names)}: {', '.join(items)}{more}"
+    return f"on {fmt.touches(change, view.names, counted=True)}: {', '.join(items)}{more}"
 
 
 def _touches(view: View, change: Change, indent: int) -> None:
@@ -233,12 +234,12 @@ def _more(view: View, kernels: int) -> None:
     d = view.diagnosis
     parts = []
     if len(d.changes) > len(view.changes):
-        parts.append(f"{len(d.changes) - len(view.changes)} more changes")
+        parts.append(fmt.plural(len(d.changes) - len(view.changes), "more change"))
     if len(d.kernels) > kernels:
-        parts.append(f"{len(d.kernels) - kernels} more kernels")
+        parts.append(fmt.plural(len(d.kernels) - kernels, "more kernel"))
     parts.append("each finding's evidence")
     if d.skipped_rules:
-        parts.append(f"{len(d.skipped_rules)} skipped rules")
+        parts.append(fmt.plural(len(d.skipped_rules), "skipped rule"))
     view.page.blank()
     view.page.para(f"--verbose: {', '.join(parts)}; --json: all", style=DIM)
 

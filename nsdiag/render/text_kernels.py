@@ -15,7 +15,7 @@ from nsdiag.render import fmt, kernel_names
 from nsdiag.render.text_layout import DIM, NAME, RULE, SECTION, TITLE
 from nsdiag.render.text_view import View
 
-NAME_WIDTH = 24  # the narrowest kernel column
+NAME_WIDTH = 16  # the narrowest kernel column (at 80 columns the others leave it about 20)
 BOUND_WIDTH = 24  # the widest bound column (`latency: long scoreboard`)
 
 
@@ -120,7 +120,8 @@ def kernel_blocks(view: View, top: int, n: int) -> None:
     hidden = len(d.kernels) - n
     if hidden > 0:
         view.page.para(
-            f"... {hidden} more kernel signatures (--top-kernels N or --json to see all)",
+            f"... {fmt.plural(hidden, 'more kernel signature')} (--top-kernels N or --json to see"
+            " all)",
             style=DIM,
         )
 
@@ -146,7 +147,8 @@ def _kernel_block(view: View, kernel: KernelDiagnosis, top: int) -> None:
             page.para(evidence, label="evidence: ", indent=5, style=DIM)
         view.say_fix(finding.fix, f"{finding.rule} on #{kernel.id + 1}", indent=5)
     if len(kernel.findings) > top:
-        page.para(f"{len(kernel.findings) - top} more findings (--top N)", indent=3, style=DIM)
+        more = fmt.plural(len(kernel.findings) - top, "more finding")
+        page.para(f"{more} (--top N)", indent=3, style=DIM)
     if kernel.ncu_rules:
         first = kernel.ncu_rules[0]
         speedup = (

@@ -43,11 +43,13 @@ class View:
         """The kernel's label in `width` characters: the short name cut in the middle, what
         tells it apart from look-alikes (and `extra`) kept whole."""
         teller = " ".join(t for t in (self.tellers.get(kernel.id, ""), extra) if t)
+        if teller and len(teller) > width - 12:  # no room for the name: `g256x64 b512`
+            teller = teller.replace("grid ", "g").replace("block ", "b")
         base = fmt.printable(self.names.get(kernel.name, kernel.name))
         others = [fmt.printable(self.names.get(k.name, k.name)) for k in self.diagnosis.kernels]
         if not teller:
             return kernel_names.fit(base, width, others)
-        return f"{kernel_names.fit(base, max(width - len(teller) - 1, 8), others)} {teller}"
+        return f"{kernel_names.fit(base, max(width - len(teller) - 1, 6), others)} {teller}"
 
     def kernel_of(self, touch: Touch) -> KernelDiagnosis | None:
         """The listed kernel a touch is, if it is one."""

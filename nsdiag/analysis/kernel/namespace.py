@@ -273,6 +273,28 @@ def _tail_label(values: Mapping[str, Any]) -> str:
     return "The grid"
 
 
+def _ceiling_share(values: Mapping[str, Any]) -> str:
+    """How a kernel's DRAM bandwidth stands to the ceiling, before `the 4.09 TB/s this GPU
+    sustains`: `97% of`, or `at` where it reads above it (the ceiling is a sustained figure
+    measured on a copy, not a hard limit: saying 107% of what the GPU sustains contradicts
+    itself)."""
+    pct = number(values.get("dram_pct_of_ceiling"))
+    if pct is None:
+        return "n/a"
+    return "at" if round(pct) > 100 else f"{pct:.0f}% of"
+
+
+def _ceiling_note(values: Mapping[str, Any]) -> str:
+    """After the ceiling's source: how far above it a kernel reads, and why that can be."""
+    pct = number(values.get("dram_pct_of_ceiling"))
+    if pct is None or round(pct) <= 100:
+        return ""
+    return (
+        f"; this kernel reads {pct:.0f}% of it: the ceiling is a sustained figure measured on a"
+        " copy, not a hard limit"
+    )
+
+
 def _gemm_tile(values: Mapping[str, Any]) -> str:
     tile = parse_kernel_name(_kernel_name(values)).tile
     return "x".join(str(d) for d in tile[:2]) if tile else "(size not in its name)"
@@ -289,6 +311,16 @@ TEXT_VALUES: dict[str, TextValue] = {
         _tail_label,
     ),
     "gemm_tile": TextValue("The CTA tile M x N its name states, e.g. '64x8'.", _gemm_tile),
+    "ceiling_share": TextValue(
+        "How the kernel's DRAM bandwidth stands to the ceiling it is judged against: '97% of',"
+        " or 'at' where it reads above it.",
+        _ceiling_share,
+    ),
+    "ceiling_note": TextValue(
+        "Where the kernel reads above the ceiling: by how much, and that the ceiling is a"
+        " measured sustained figure, not a hard limit (else empty).",
+        _ceiling_note,
+    ),
     "access_advice": TextValue(
         "What closes a DRAM-bound kernel's distance to the ceiling, from its access width and "
         "sector use: wider (vectorised) accesses, more bytes in flight, or what the report "

@@ -64,8 +64,9 @@ def evaluate_rule(
         recoverable=recoverable,
         saved_ns=saved,
         estimate="metrics" if saved is not None else "none",
-        message=render_message(rule.message, values) or rule.title,
-        fix=render(rule.fix, values),
+        # a message may state its thresholds: the rule's params are values of its templates
+        message=render_message(rule.message, {**rule.params, **values}) or rule.title,
+        fix=render(rule.fix, {**rule.params, **values}),
         impact_basis=f"{note} {rule.impact_basis}".strip() if note else rule.impact_basis,
         evidence=evidence,
     )
