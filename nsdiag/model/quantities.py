@@ -35,8 +35,9 @@ def scaled(value: float, units: tuple[tuple[float, str], ...], base: str, whole:
     """`value` in the largest unit it reaches, three significant digits (`whole`: the base unit
     as a whole number: 512 ns, 96 B); a value that rounds up to the next unit takes it."""
     for scale, unit in units:
-        if abs(_rounds_to(value / scale)) >= 1:
-            return f"{significant(value / scale)} {unit}"
+        shown = _rounds_to(value / scale)  # 0.9997 ms is 1.00 ms, not 1.000
+        if abs(shown) >= 1:
+            return f"{significant(shown)} {unit}"
     if whole or abs(value) >= 10 ** (DIGITS - 1):
         return f"{value:.0f} {base}"
     return f"{significant(value)} {base}"

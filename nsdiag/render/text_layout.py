@@ -121,10 +121,18 @@ def wrap(
         break_on_hyphens=False,
     ) or [prefix.rstrip()]
     if lines is not None and len(rows) > lines + (1 if whole_sentence else 0):
-        rows = _shortened(kept, width, prefix, lines, whole_sentence) or rows[:lines]
-        if not rows[-1].endswith(ELLIPSIS):
-            rows[-1] = rows[-1][: width - 1].rstrip() + ELLIPSIS
+        rows = _shortened(kept, width, prefix, lines, whole_sentence) or _word_cut(
+            rows[:lines], width, len(prefix)
+        )
     return [row.replace(_KEEP, " ") for row in rows]
+
+
+def _word_cut(rows: list[str], width: int, indent: int) -> list[str]:
+    """The last row ended after a whole word and an ellipsis (no boundary served)."""
+    last = rows[-1]
+    while len(last) + 2 > width and " " in last[indent + 1 :]:
+        last = last.rsplit(" ", 1)[0]
+    return [*rows[:-1], last.rstrip(" ,;:") + " " + ELLIPSIS]
 
 
 # Where a text may be cut: after a sentence, else after a clause (a colon, semicolon or comma,
