@@ -101,6 +101,8 @@ class Page:
 
 # A number and its unit stay on one line (`2.59 ms`, `103 TFLOP/s`, `132 SMs`).
 _NUMBER_UNIT = re.compile(r"(?<=\d) (?=(?:[kMGTP]?(?:FLOP/s|B/s|B)|ns|µs|us|ms|s|SMs|%)(?![\w/]))")
+# An evidence item's threshold stays on one line: `(threshold <= 16)`.
+_THRESHOLD = re.compile(r"(?<=\(threshold) (?=[<>=!])|(?<=[<>=]) (?=[-\d])")
 _TRAILING = re.compile(r"\s+((?:\x1b\[[0-9;]*m)*)$")  # pads, and pads before a style's end
 _SPACES = re.compile(r"[ \t\r\n]+")
 _KEEP = "\u00a0"  # a no-break space while wrapping (textwrap breaks at ASCII white space only)
@@ -112,7 +114,8 @@ def wrap(
     """`prefix + text` wrapped at `width` with a hanging indent of the prefix's length; `lines`:
     at most that many rows, cut at a sentence or clause boundary (`whole_sentence`: a row more
     where that ends a sentence rather than cutting one)."""
-    kept = _NUMBER_UNIT.sub(_KEEP, _SPACES.sub(" ", text.replace(_KEEP, " ")).strip())
+    plain = _SPACES.sub(" ", text.replace(_KEEP, " ")).strip()
+    kept = _THRESHOLD.sub(_KEEP, _NUMBER_UNIT.sub(_KEEP, plain))
     rows = textwrap.wrap(
         kept,
         width=width,
