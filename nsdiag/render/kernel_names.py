@@ -70,6 +70,7 @@ def _telling(kernel: KernelDiagnosis, group: list[KernelDiagnosis]) -> str:
 _FILLER = frozenset({"void", "kernel", "generated", "fort", "native", "cga1x1x1", "knob"})
 _FILLER_WORD = re.compile(r"^(?:\d+|sm\d+[a-z]?|kernel\d+)$")
 _WORD = re.compile(r"[A-Za-z0-9]+|[^A-Za-z0-9]+")
+_SHAPE = re.compile(r"^\d+(?:x\d+)+$")  # a tile or cluster shape: 64x128x64
 TEMPLATE = "<…>"
 
 
@@ -108,8 +109,12 @@ def fit(name: str, width: int, others: Iterable[str] = ()) -> str:
         dropped.add(i)
         text = _joined(tokens, dropped)
     kept = [i for i in words[1:-1] if i not in dropped]
-    while len(text) > width and kept:  # then whole words from the middle
-        dropped.add(kept.pop(len(kept) // 2))
+    while len(text) > width and len(kept) > 1:  # then whole words from the middle: the first
+        middle = kept[len(kept) // 2]  # one after the family's word stays, and shapes last
+        plain = [i for i in kept[1:] if not _SHAPE.match(tokens[i])]
+        victim = min(plain, key=lambda i: abs(i - middle)) if plain else kept[-1]
+        kept.remove(victim)
+        dropped.add(victim)
         text = _joined(tokens, dropped)
     return text if len(text) <= width else _middle(text, width)
 
