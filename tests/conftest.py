@@ -31,6 +31,11 @@ from nsdiag.readers import source as input_source
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
 
+# pytest-xdist's workers run with COLUMNS=80 LINES=24 in their environment; explain and diff
+# follow COLUMNS (even into a pipe), so a test that wants a width says so in the env it passes.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+
 
 def _has_gpu() -> bool:
     if shutil.which("nvidia-smi") is None:

@@ -23,8 +23,10 @@ def test_library_kernels_are_never_told_to_be_rewritten() -> None:
 
 
 def test_the_users_own_kernel_is_still_a_rewrite() -> None:
-    changes = diagnosis("reference/raw.csv.gz").changes
-    own = [c for c in changes if "nsdiag::fused_kernel" in c.key]
+    # the calibration's scalar copy, compiled by the user (the reference's fused kernel, 95% of
+    # the copy ceiling, is near the roof: no finding, issue 41)
+    changes = diagnosis("calib/raw.csv.gz").changes
+    own = [c for c in changes if "uncoalesced_global_access_good" in c.key]
     assert own and own[0].title.startswith(REWRITE)
     assert library_of("nsdiag::fused_kernel(const float *, float *, long, float, float)") is None
 

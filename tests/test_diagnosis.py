@@ -101,8 +101,9 @@ def test_ncu_second_opinion_is_attached(data_dir: Path) -> None:
 def test_nsdiag_leads_with_the_roof_where_ncu_leads_with_idle_pipes(data_dir: Path) -> None:
     """ncu ranks 'all compute pipelines are under-utilized' first on a kernel at the DRAM roof;
     nsdiag's first finding is the real limiter, and it overrides ncu's uncoalescing estimate on
-    the scalar fused kernel (whose float4 rewrite measured only a few percent faster): its one
-    finding is its distance to the copy ceiling, a few percent (tests/test_memory_ceiling.py)."""
+    the scalar fused kernel (whose float4 rewrite measured only a few percent faster): at 95% of
+    the copy ceiling it is near the roof, and nsdiag reports nothing on it
+    (tests/test_memory_ceiling.py)."""
     d = diagnose(nsdiag.load(data_dir / "reference/details.csv.gz"))
     float4 = next(k for k in d.kernels if "float4_kernel" in k.name)
     assert float4.ncu_rules[0].rule == "HighPipeUtilization"
@@ -111,8 +112,7 @@ def test_nsdiag_leads_with_the_roof_where_ncu_leads_with_idle_pipes(data_dir: Pa
     assert any(
         r.rule == "UncoalescedGlobalAccess" and (r.speedup or 0) > 50 for r in fused.ncu_rules
     )
-    assert [f.rule for f in fused.findings] == ["NSD108"]
-    assert fused.findings[0].recoverable is not None and fused.findings[0].recoverable < 0.1
+    assert fused.findings == ()
 
 
 @pytest.mark.parametrize(

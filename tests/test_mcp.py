@@ -181,7 +181,7 @@ def test_explain_and_diff_answer_the_json_the_cli_prints() -> None:
         assert not result.is_error and text(result, 1) == diffed.stdout
         assert result.structured_content == json.loads(diffed.stdout)
         assert text(result).startswith(f"nsdiag.diff/1: BEFORE {SERIAL} -> AFTER {SPLIT}")
-        assert "region time: 98 ms -> 13.5 ms" in text(result)
+        assert "region time: 98.0 ms -> 13.5 ms" in text(result)
         result = await client.call_tool(
             "diff", {"before": SPLIT, "after": SERIAL, "fail_if_slower": 5}
         )

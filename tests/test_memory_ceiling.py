@@ -101,28 +101,23 @@ def test_float4_sits_at_the_memory_roof() -> None:
     assert ev["dram_ceiling_measured"] == 1 and num(ev["dram_pct_of_ceiling"]) > 97
 
 
-def test_the_scalar_fused_kernel_is_below_the_roof_by_what_float4_measured() -> None:
+def test_the_scalar_fused_kernel_is_near_the_roof_and_not_called_underused() -> None:
     """The same bytes (201 MB in, 180 MB out); its float4 rewrite ran in 93.9 us against
-    98.0 us under ncu, 98.5 us against 101.9 us by CUDA events (reference/bench.json.gz)."""
+    98.0 us under ncu, 98.5 us against 101.9 us by CUDA events (reference/bench.json.gz): at
+    95% of the measured ceiling it is between NSD108's UNDERUSED_PCT and NSD101's band, near
+    the roof, and neither rule reports it (issue 41: "underused" at 95% contradicted itself)."""
     fused = kernel(REFERENCE, "nsdiag::fused_kernel")
     float4 = kernel(REFERENCE, "nsdiag::float4_kernel")
-    assert fired(fused) == {"NSD108"}  # not NSD101, and not NSD103 (its sectors merge in L1)
-    f = finding(fused, "NSD108")
-    predicted = fused.total_duration_ns * (1 - fused.roofline.pct_of_dram_ceiling / 100)
-    assert f.saved_ns == pytest.approx(predicted)
-    assert f.saved_ns == pytest.approx(4885, rel=0.01)
+    below, at_roof = find_rule("NSD108"), find_rule("NSD101")
+    pct = fused.roofline.pct_of_dram_ceiling
+    assert below.params["UNDERUSED_PCT"] <= pct < at_roof.params["AT_ROOF_MEASURED_PCT"]
+    assert pct == pytest.approx(95.0, abs=0.2)
+    assert not {"NSD101", "NSD108", "NSD103"} & fired(fused)
     measured_ncu = fused.total_duration_ns - float4.total_duration_ns
+    assert measured_ncu / fused.total_duration_ns < 1 - below.params["UNDERUSED_PCT"] / 100
     with gzip.open(DATA / "reference/bench.json.gz", "rt") as fh:
         bench = json.load(fh)["variants"]
-    measured_events = (bench["fused"]["ms"] - bench["float4"]["ms"]) * 1e6
-    assert measured_ncu == pytest.approx(4128)
-    for measured in (measured_ncu, measured_events):
-        assert 0.5 <= measured / num(f.saved_ns) <= 2.0, (measured, f.saved_ns)
-    # what closes the gap: 4-byte accesses whose sectors L1 merges, so vectorise
-    assert "4 bytes per load or store" in f.message and "float4" in f.message
-    ev = evidence(f)
-    assert ev["global_load_access_bytes"] == pytest.approx(4.0, abs=0.01)
-    assert ev["global_load_bytes_per_sector"] == pytest.approx(10.7, abs=0.05)
+    assert bench["fused"]["ms"] / bench["float4"]["ms"] < 1.05  # a few percent, as the band says
 
 
 def test_pytorchs_scalar_elementwise_kernels_lose_what_triton_reaches() -> None:
@@ -309,7 +304,7 @@ def test_no_sector_counters_the_finding_still_fires_and_says_what_it_lacks() -> 
     def drop(k: pd.DataFrame) -> pd.DataFrame:
         return k.drop(columns=[c for c in SECTOR_COUNTERS if c in k])
 
-    values, kernel_ns, total = _values(REFERENCE, "nsdiag::fused_kernel", drop)
+    values, kernel_ns, total = _values(REFERENCE, "CUDAFunctor_add", drop)
     assert math.isnan(values["uncoalesced_access"])
     f = _evaluate("NSD108", values, kernel_ns, total)
     assert isinstance(f, Finding)

@@ -31,6 +31,7 @@ from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.analysis.ruleset import default_rules, load_rules
 from nsdiag.cli import main
 from nsdiag.errors import RuleError
+from nsdiag.model import quantities
 from nsdiag.readers import nsys_sqlite
 from nsdiag.resources import rules_dir
 from tests.test_timeline import (
@@ -283,7 +284,7 @@ def test_a_missing_params_key_takes_the_default_and_the_analysis_runs_with_it(
     assert sum(f.details["launch_idle_ns"] for f in after) == idle
     assert sum(f.saved_ns or 0.0 for f in before) == pytest.approx(idle - 1999 * 1000, abs=1.0)
     assert sum(f.saved_ns or 0.0 for f in after) == pytest.approx(idle - 1999 * 5000, abs=1.0)
-    assert all(f"{f.saved_ns / 1e6:.2f} ms" in f.message for f in after if f.saved_ns)
+    assert all(quantities.duration(f.saved_ns) in f.message for f in after if f.saved_ns)
 
 
 # ---------------------------------------------------------------- on real recordings

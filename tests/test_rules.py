@@ -286,7 +286,7 @@ def test_a_malformed_template_in_a_rules_folder_fails_to_load(tmp_path: Path) ->
         (tmp_path / path.name).write_text(path.read_text())
     assert len(load_rules(tmp_path)) == len(load_rules())
     broken = next(tmp_path.glob("NSD404-*.toml"))
-    broken.write_text(broken.read_text().replace("{idle_ms:.2f}", "{idle_ms:.2f} {0}"))
+    broken.write_text(broken.read_text().replace("{idle_ms:time_ms}", "{idle_ms:time_ms} {0}"))
     with pytest.raises(RuleError, match=f"{broken.name}: message template"):
         load_rules(tmp_path)
 

@@ -15,6 +15,7 @@ from nsdiag.analysis.engine import diagnose
 from nsdiag.analysis.kernel.signatures import aggregate
 from nsdiag.analysis.program import launch_sequence
 from nsdiag.analysis.region.scope import restrict
+from nsdiag.model import quantities
 from nsdiag.model.launches import kernel_launches, signatures
 from nsdiag.model.names import normalized
 from nsdiag.model.signature import SEPARATOR, SignatureKey, signature_key, signature_keys
@@ -189,12 +190,13 @@ def test_region_and_profiled_means_in_the_json() -> None:
 
 
 def test_launch_rule_messages_give_the_region_mean() -> None:
-    """NSD304's "N launches of about X ns each": N is the region's count, so X its mean."""
+    """NSD304's "N launches of about X each": N is the region's count, so X its mean."""
     d = diagnose(_load("programs/infer_cnn"))
     hits = [(k, f) for k in d.kernels for f in k.findings if f.rule == "NSD304"]
     assert hits
     for k, f in hits:
-        assert f"{k.launches} launches of about {k.region_mean_ns:.0f} ns each" in f.message
+        mean = quantities.duration(k.region_mean_ns)
+        assert f"{quantities.count(k.launches)} launches of about {mean} each" in f.message
         assert not math.isclose(k.region_mean_ns, k.profiled_mean_ns, rel_tol=0.05)
         shown = {e.metric: e.value for e in f.evidence}
         assert shown["region_mean_ns"] == pytest.approx(k.region_mean_ns)

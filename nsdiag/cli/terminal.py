@@ -38,8 +38,12 @@ def use_color(choice: str = "auto") -> bool:
 
 
 def width() -> int:
-    """Columns to lay text out in: a terminal's ($COLUMNS, else its size) up to MAX_WIDTH;
-    WIDTH into a pipe or file, whatever the environment says (the same text everywhere)."""
+    """Columns to lay text out in, up to MAX_WIDTH: $COLUMNS where it is set (a terminal, or a
+    pipe whose reader says how wide it is: `COLUMNS=80 nsdiag explain ... | less`), else a
+    terminal's size; WIDTH into a pipe or file otherwise (the same text everywhere)."""
+    columns = os.environ.get("COLUMNS", "").strip()
+    if columns.isdigit() and int(columns) > 0:
+        return min(int(columns), MAX_WIDTH)
     if not _stdout_is_terminal():
         return WIDTH
     return min(shutil.get_terminal_size((WIDTH, 24)).columns, MAX_WIDTH)

@@ -10,6 +10,7 @@ from typing import Any
 from nsdiag.analysis.records.changes import Change, Touch
 from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
 from nsdiag.analysis.records.findings import Finding
+from nsdiag.model import evidence_labels, quantities
 from nsdiag.model.names import short_names
 from nsdiag.model.values import number
 
@@ -50,10 +51,23 @@ def _scaled(value: float, units: list[tuple[float, str]], digits: int = 3) -> st
 
 
 def time_ns(value: Any) -> str:
+    """Nanoseconds in words, three significant digits: `512 ns`, `4.30 µs`, `336 ms`, `1.25 s`."""
     v = number(value)
-    if v is None:
-        return MISSING
-    return _scaled(v, [(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")])
+    return MISSING if v is None else quantities.duration(v)
+
+
+duration = time_ns
+
+
+def count(value: Any) -> str:
+    """A count with thousands separators (`5,475`)."""
+    v = number(value)
+    return MISSING if v is None else quantities.count(v)
+
+
+def plural(n: float, noun: str, nouns: str | None = None) -> str:
+    """`1 kernel signature`, `7 kernel signatures`."""
+    return quantities.plural(n, noun, nouns)
 
 
 def pct(value: Any, digits: int = 1) -> str:
@@ -73,28 +87,18 @@ def share(value: Any, digits: int = 1) -> str:
 
 
 def bytes_(value: Any) -> str:
+    """Bytes in words: `96 B`, `7.00 kB`, `1.85 TB` (never `0.0 MB`)."""
     v = number(value)
-    if v is None:
-        return MISSING
-    return _scaled(v, [(1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "B")])
+    return MISSING if v is None else quantities.size(v)
+
+
+size = bytes_
 
 
 def rate(value: Any, unit: str) -> str:
     """FLOP/s, B/s: `rate(4.1e12, "B/s")` -> `4.1 TB/s`."""
     v = number(value)
-    if v is None:
-        return MISSING
-    return _scaled(
-        v,
-        [
-            (1e15, f"P{unit}"),
-            (1e12, f"T{unit}"),
-            (1e9, f"G{unit}"),
-            (1e6, f"M{unit}"),
-            (1e3, f"k{unit}"),
-            (1.0, unit),
-        ],
-    )
+    return MISSING if v is None else quantities.rate(v, unit)
 
 
 def num(value: Any, digits: int = 3) -> str:
@@ -122,35 +126,52 @@ def quantity(value: Any) -> str:
 
 
 def metric_value(name: str, value: Any) -> str:
-    """A metric value with its unit guessed from the canonical name's suffix."""
-    if name.endswith("_flops_per_s"):
-        return rate(value, "FLOP/s")
-    if name.endswith("_tb_per_s"):
-        v = number(value)
-        return MISSING if v is None else f"{v:.3g} TB/s"
-    if name.endswith("_pct"):
-        return pct(value)
-    if name.endswith("_ns"):
-        return time_ns(value)
-    if name.endswith("_bytes_per_s") or name.endswith("_bytes_per_second"):
-        return rate(value, "B/s")
-    if name.endswith("_bytes"):
-        return bytes_(value)
-    if name in ("time_share", "impact", "recoverable") or name.startswith("stall_share_"):
-        return share(value)
-    return num(value)
+    """A metric or evidence value in its unit (model/evidence_labels.py's table, else what the
+    name's suffix says): `18.8%`, `4.30 µs`, `134 kB`, `4.09 TB/s`, `5,475`, `yes`."""
+    v = number(value)
+    if v is None:
+        return MISSING if not isinstance(value, str) else value
+    unit = evidence_labels.unit(name)
+    if unit == "pct":
+        return pct(v)
+    if unit == "share":
+        return share(v)
+    if unit == "ns":
+        return time_ns(v)
+    if unit == "bytes":
+        return bytes_(v)
+    if unit in ("B/s", "FLOP/s"):
+        return rate(v, unit)
+    if unit in ("TB/s", "GB/s"):
+        return rate(v * (1e12 if unit == "TB/s" else 1e9), "B/s")
+    if unit == "count":
+        return quantities.count(v)
+    if unit == "flag":
+        return "yes" if v >= 1 else "no"
+    return quantity(v)
 
 
 def evidence_value(name: str, value: Any) -> str:
     """A metric value for a terminal or a page: its unit where the name says it, and plain
     numbers that never print in e-notation."""
-    text = metric_value(name, value)
-    v = number(value)
-    return quantity(v) if v is not None and ("e+" in text or "e-" in text) else text
+    return metric_value(name, value)
 
 
 def metric_label(name: str) -> str:
-    return METRIC_LABELS.get(name, name)
+    """A metric's label in words (the renderers' own labels first, then the evidence table)."""
+    return METRIC_LABELS.get(name) or evidence_labels.label(name)
+
+
+def evidence_item(metric: str, value: Any, op: str = "", threshold: Any = None) -> str:
+    """One evidence item in words: `theoretical occupancy 18.8% (threshold < 50.0%)`; a yes/no
+    value without its threshold (`a matrix product or convolution (from its name): no`)."""
+    shown = metric_value(metric, value)
+    words = evidence_labels.label(metric)
+    if evidence_labels.unit(metric) == "flag":
+        return f"{words}: {shown}"
+    if not op or number(threshold) is None:
+        return f"{words} {shown}"
+    return f"{words} {shown} (threshold {op} {metric_value(metric, threshold)})"
 
 
 def plotly_text(text: Any) -> str:
@@ -208,17 +229,20 @@ _KERNEL_NOUNS = {
 }
 
 
-def touches(change: Change, names: dict[str, str]) -> str:
+def touches(change: Change, names: dict[str, str], counted: bool = False) -> str:
     """What a change touches in a few words: "5 GEMM kernels", one kernel's short name, "2
     kernels (9 shapes)" (signatures of one name with other grids), "NVTX range batch", "the
-    program"."""
+    program", "the program and 3 kernels" (each counted: the list after it has one item each);
+    `counted`: one kernel as "1 kernel" where a list of what it touches follows."""
     kernels = change.kernels
     ranges = [t.name for t in change.touches if t.kind == "range"]
     parts = []
     distinct = list(dict.fromkeys(t.name for t in kernels))
     shapes = f" ({len(kernels)} shapes)" if len(kernels) > len(distinct) else ""
-    if len(distinct) == 1:
+    if len(distinct) == 1 and not (counted and len(change.touches) > 1):
         parts.append(names.get(distinct[0], distinct[0]) + shapes)
+    elif len(distinct) == 1:  # `counted`: a list of them follows, by number
+        parts.append(f"1 kernel{shapes}")
     elif kernels:
         nouns = {_KERNEL_NOUNS.get(t.kernel_kind or "") for t in kernels}
         noun = nouns.pop() if len(nouns) == 1 else None
@@ -227,7 +251,11 @@ def touches(change: Change, names: dict[str, str]) -> str:
         parts.append(f"NVTX range {ranges[0]}")
     elif ranges:
         parts.append(f"{len(ranges)} NVTX ranges")
-    return ", ".join(parts) or "the program"
+    program = any(t.kind == "program" for t in change.touches)
+    if program and parts:  # "the program and 3 kernels": what follows lists each of them
+        parts.insert(0, "the program")
+        return ", ".join(parts[:-1]) + " and " + parts[-1]
+    return " and ".join(parts) if len(parts) == 2 else ", ".join(parts) or "the program"
 
 
 def repeated_names(change: Change) -> bool:
@@ -283,7 +311,8 @@ def region_line(diagnosis: Diagnosis) -> str | None:
         return None
     left_out = diagnosis.kernels_outside_region
     outside = (
-        f"; {left_out} profiled kernel signature(s) ran only outside it and are left out"
+        f"; {plural(left_out, 'profiled kernel signature')} ran only outside it and "
+        f"{'is' if left_out == 1 else 'are'} left out"
         if left_out
         else ""
     )

@@ -1,14 +1,15 @@
 """Terminal rendering of a Diagnosis, for people (a string; the CLI prints it).
 
 The short view fits one screen: what was analysed, any warning, the changes worth the most time
-(each with its saving, what it touches, why, and its fix, clipped), the kernels by GPU time as
-one table, and a line saying what `--verbose` adds. The verbose view (also what
-`report --format text` writes) holds everything: tools and timeline, every change with all it
-touches, the program findings, each kernel's verdict and findings with their evidence, ncu's
-own rules, the skipped rules. A fix is printed once; later places say "same fix as change 2".
-Kernels are numbered as in the JSON (`#3` is id 2) and look-alike names carry what tells them
-apart (grid, block, or a short hash). Program-supplied text is made printable (no terminal
-control characters); colour only when the caller asks (the CLI: a TTY, FORCE_COLOR).
+(each with its saving, what it touches, why, and its fix, wrapped to a few lines and cut at a
+sentence or clause), the kernels by GPU time as one table, and a line saying what `--verbose`
+adds. The verbose view (also what `report --format text` writes) holds everything: tools and
+timeline, every change with all it touches, the program findings, each kernel's verdict and
+findings with their evidence, ncu's own rules, the skipped rules. A fix is printed once; later
+places say "same fix as change 2". Kernels are numbered as in the JSON (`#3` is id 2) and look-
+alike names carry what tells them apart (grid, block, or a short hash). Program-supplied text is
+made printable (no terminal control characters); colour only when the caller asks (the CLI: a
+TTY, FORCE_COLOR).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from nsdiag.render.text_layout import (
     TITLE,
     WARNING,
     Page,
-    clip,
 )
 from nsdiag.render.text_layout import WIDTH as PAGE_WIDTH
 from nsdiag.render.text_view import View
@@ -42,8 +42,8 @@ if TYPE_CHECKING:  # annotations only: a session holds pandas tables
 WIDTH = 120  # what render/diff/text.py draws `nsdiag diff` at (this view: PAGE_WIDTH)
 RANKED = 5  # changes in the short view
 TOUCHES = 8  # kernels or ranges listed under a change in the short view's summary line
-WHY_LINES = 2  # lines of a change's why and fix in the short view
-FIX_LINES = 2
+WHY_LINES = 3  # lines of a change's why and fix in the short view (then cut at a sentence or
+FIX_LINES = 2  # clause boundary; why: a line more where that ends a sentence)
 
 
 def render_text_report(
@@ -89,7 +89,8 @@ def _header(view: View) -> None:
     d, page = view.diagnosis, view.page
     device = d.device
     kernels_text = (
-        f"{len(d.kernels)} kernel signatures, {fmt.time_ns(d.total_gpu_time_ns)} of profiled "
+        f"{fmt.plural(len(d.kernels), 'kernel signature')}, "
+        f"{fmt.time_ns(d.total_gpu_time_ns)} of profiled "
         "GPU time"
         if d.kernels
         else "no Nsight Compute kernel metrics (timeline only)"
@@ -137,9 +138,11 @@ def _changes(view: View) -> None:
     d, page = view.diagnosis, view.page
     per = " per iteration" if d.iterations else ""
     page.blank()
-    page.line(
-        ("What to change first", SECTION),
-        (f"  saving{per}, share {fmt.denominator(d)}, each after those above", DIM),
+    page.para(
+        f"saving{per}, share {fmt.denominator(d)}, each after those above",
+        label="What to change first  ",
+        label_style=SECTION,
+        style=DIM,
     )
     for i, change in enumerate(view.changes, 1):
         _change(view, i, change)
@@ -151,21 +154,21 @@ def _change(view: View, i: int, change: Change) -> None:
     head = f"{i:>2}. "
     room = page.width - len(head) - len(saving) - 2
     indent = len(head)
-    if verbose and len(change.title) > room:  # the whole title, its saving under it
+    if len(change.title) > room:  # the whole title, wrapped, its saving under it
         page.para(change.title, label=head, style=TITLE, label_style=TITLE)
         page.para(saving, indent=indent, style=SAVING)
     else:
-        title = clip(change.title, room)
+        title = change.title
         page.line((head + title, TITLE), " " * (room - len(title) + 2), (saving, SAVING))
     if verbose:
         _touches(view, change, indent)
     else:
         summary = _touch_summary(view, change)
         if summary:
-            page.para(summary, indent=indent, style=DIM, lines=1)
+            page.para(summary, indent=indent, style=DIM, lines=2)
     code = fmt.code(change, verbose)
     if code:
-        page.para(code, label="code: ", indent=indent, style=DIM, lines=None if verbose else 1)
+        page.para(code, label="code: ", indent=indent, style=DIM, lines=None if verbose else 2)
     if change.findings:
         lead = change.findings[0]
         page.para(
@@ -175,6 +178,7 @@ def _change(view: View, i: int, change: Change) -> None:
             lines=None if verbose else WHY_LINES,
             lead=f"{lead.rule} {lead.cause}: ",
             lead_style=RULE,
+            whole_sentence=True,
         )
     view.say_fix(change.fix, f"change {i}", indent, None if verbose else FIX_LINES)
 
@@ -186,7 +190,14 @@ def _touch_summary(view: View, change: Change) -> str | None:
     if len(touches) == 1:
         only = touches[0]
         named = only.kind != "kernel" and (only.name in change.title or only.kind == "program")
-        return None if named else f"on {view.touch(only)}"
+        if named:
+            return None
+        kernel = view.kernel_of(only)
+        if kernel is None:
+            return f"on {view.touch(only)}"
+        number = f"#{kernel.id + 1} "
+        room = view.page.width - 4 - len("on ") - len(number)  # one line under the title
+        return f"on {number}{view.fitted(kernel, room)}"
     items = []
     for t in touches[:TOUCHES]:
         if t.kind == "kernel" and t.kernel_id is not None:
@@ -195,7 +206,7 @@ def _touch_summary(view: View, change: Change) -> str | None:
             where = t.name if t.kind == "range" else view.touch(t)
         items.append(where if t.saved_ns is None else f"{where} {view.saved(t.saved_ns)}")
     more = f", {len(touches) - TOUCHES} more" if len(touches) > TOUCHES else ""
-    return f"on {fmt.touches(change, view.names)}: {', '.join(items)}{more}"
+    return f"on {fmt.touches(change, view.names, counted=True)}: {', '.join(items)}{more}"
 
 
 def _touches(view: View, change: Change, indent: int) -> None:
@@ -225,12 +236,12 @@ def _more(view: View, kernels: int) -> None:
     d = view.diagnosis
     parts = []
     if len(d.changes) > len(view.changes):
-        parts.append(f"{len(d.changes) - len(view.changes)} more changes")
+        parts.append(fmt.plural(len(d.changes) - len(view.changes), "more change"))
     if len(d.kernels) > kernels:
-        parts.append(f"{len(d.kernels) - kernels} more kernels")
+        parts.append(fmt.plural(len(d.kernels) - kernels, "more kernel"))
     parts.append("each finding's evidence")
     if d.skipped_rules:
-        parts.append(f"{len(d.skipped_rules)} skipped rules")
+        parts.append(fmt.plural(len(d.skipped_rules), "skipped rule"))
     view.page.blank()
     view.page.para(f"--verbose: {', '.join(parts)}; --json: all", style=DIM)
 

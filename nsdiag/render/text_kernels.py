@@ -15,7 +15,7 @@ from nsdiag.render import fmt, kernel_names
 from nsdiag.render.text_layout import DIM, NAME, RULE, SECTION, TITLE
 from nsdiag.render.text_view import View
 
-NAME_WIDTH = 24  # the narrowest kernel column
+NAME_WIDTH = 16  # the narrowest kernel column (at 80 columns the others leave it about 20)
 BOUND_WIDTH = 24  # the widest bound column (`latency: long scoreboard`)
 
 
@@ -120,7 +120,8 @@ def kernel_blocks(view: View, top: int, n: int) -> None:
     hidden = len(d.kernels) - n
     if hidden > 0:
         view.page.para(
-            f"... {hidden} more kernel signatures (--top-kernels N or --json to see all)",
+            f"... {fmt.plural(hidden, 'more kernel signature')} (--top-kernels N or --json to see"
+            " all)",
             style=DIM,
         )
 
@@ -131,8 +132,7 @@ def _kernel_block(view: View, kernel: KernelDiagnosis, top: int) -> None:
     page.para(_facts(kernel), indent=3)
     if "~" in view.labels.get(kernel.id, ""):  # told apart by a hash: the full name says how
         page.para(kernel.demangled or kernel.name, label="name: ", indent=3, style=DIM)
-    note = f" ({kernel.verdict_note})" if kernel.verdict_note else ""
-    page.para(kernel.verdict + note, indent=3)
+    page.para(kernel.verdict + _note(kernel), indent=3)
     for finding in kernel.findings[:top]:
         change = view.change_of_kernel(kernel.id, finding.rule)
         page.para(
@@ -147,7 +147,8 @@ def _kernel_block(view: View, kernel: KernelDiagnosis, top: int) -> None:
             page.para(evidence, label="evidence: ", indent=5, style=DIM)
         view.say_fix(finding.fix, f"{finding.rule} on #{kernel.id + 1}", indent=5)
     if len(kernel.findings) > top:
-        page.para(f"{len(kernel.findings) - top} more findings (--top N)", indent=3, style=DIM)
+        more = fmt.plural(len(kernel.findings) - top, "more finding")
+        page.para(f"{more} (--top N)", indent=3, style=DIM)
     if kernel.ncu_rules:
         first = kernel.ncu_rules[0]
         speedup = (
@@ -156,6 +157,13 @@ def _kernel_block(view: View, kernel: KernelDiagnosis, top: int) -> None:
             else ""
         )
         page.para(f"ncu's own top rule: {first.rule}{speedup}", indent=3, style=DIM)
+
+
+def _note(kernel: KernelDiagnosis) -> str:
+    """The verdict's note, less what the verdict's sentence already says (a small grid's block
+    count, a launch-bound kernel's duration)."""
+    parts = [p for p in kernel.verdict_note.split("; ") if p and p not in kernel.verdict]
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _facts(kernel: KernelDiagnosis) -> str:
@@ -181,9 +189,6 @@ def _evidence(finding: Finding) -> str:
 
 
 def _evidence_item(e: Evidence) -> str:
-    """`dram_throughput_pct = 81.8% > 70.0%`: the value in its unit, and the threshold it was
-    compared with."""
-    value = fmt.evidence_value(e.metric, e.value)
-    if not e.op or e.threshold is None:
-        return f"{e.metric} = {value}"
-    return f"{e.metric} = {value} {e.op} {fmt.evidence_value(e.metric, e.threshold)}"
+    """`theoretical occupancy 18.8% (threshold < 50.0%)`: the value in words and its unit, and
+    the threshold it was compared with."""
+    return fmt.evidence_item(e.metric, e.value, e.op, e.threshold)

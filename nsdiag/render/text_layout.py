@@ -75,6 +75,7 @@ class Page:
         lines: int | None = None,
         lead: str = "",
         lead_style: str = "",
+        whole_sentence: bool = False,
     ) -> None:
         """`label lead text` wrapped at the width, later lines under the lead's start; `lines`:
         at most that many, the last ending in … when the text goes on. The label and the lead
@@ -82,7 +83,7 @@ class Page:
         prefix = " " * indent + fmt.printable(label)
         lead = fmt.printable(lead)
         body = fmt.printable(text)
-        wrapped = wrap(f"{lead}{body}" if lead else body, self.width, prefix, lines)
+        wrapped = wrap(f"{lead}{body}" if lead else body, self.width, prefix, lines, whole_sentence)
         for i, row in enumerate(wrapped):
             parts: list[tuple[str, str]] = []
             if i == 0:
@@ -100,14 +101,21 @@ class Page:
 
 # A number and its unit stay on one line (`2.59 ms`, `103 TFLOP/s`, `132 SMs`).
 _NUMBER_UNIT = re.compile(r"(?<=\d) (?=(?:[kMGTP]?(?:FLOP/s|B/s|B)|ns|µs|us|ms|s|SMs|%)(?![\w/]))")
+# An evidence item's threshold stays on one line: `(threshold <= 16)`.
+_THRESHOLD = re.compile(r"(?<=\(threshold) (?=[<>=!])|(?<=[<>=]) (?=[-\d])")
 _TRAILING = re.compile(r"\s+((?:\x1b\[[0-9;]*m)*)$")  # pads, and pads before a style's end
 _SPACES = re.compile(r"[ \t\r\n]+")
 _KEEP = "\u00a0"  # a no-break space while wrapping (textwrap breaks at ASCII white space only)
 
 
-def wrap(text: str, width: int, prefix: str, lines: int | None = None) -> list[str]:
-    """`prefix + text` wrapped at `width` with a hanging indent of the prefix's length."""
-    kept = _NUMBER_UNIT.sub(_KEEP, _SPACES.sub(" ", text.replace(_KEEP, " ")).strip())
+def wrap(
+    text: str, width: int, prefix: str, lines: int | None = None, whole_sentence: bool = False
+) -> list[str]:
+    """`prefix + text` wrapped at `width` with a hanging indent of the prefix's length; `lines`:
+    at most that many rows, cut at a sentence or clause boundary (`whole_sentence`: a row more
+    where that ends a sentence rather than cutting one)."""
+    plain = _SPACES.sub(" ", text.replace(_KEEP, " ")).strip()
+    kept = _THRESHOLD.sub(_KEEP, _NUMBER_UNIT.sub(_KEEP, plain))
     rows = textwrap.wrap(
         kept,
         width=width,
@@ -115,10 +123,49 @@ def wrap(text: str, width: int, prefix: str, lines: int | None = None) -> list[s
         subsequent_indent=" " * len(prefix),
         break_on_hyphens=False,
     ) or [prefix.rstrip()]
-    if lines is not None and len(rows) > lines:
-        rows = rows[:lines]
-        rows[-1] = rows[-1][: width - 1].rstrip() + ELLIPSIS
+    if lines is not None and len(rows) > lines + (1 if whole_sentence else 0):
+        rows = _shortened(kept, width, prefix, lines, whole_sentence) or _word_cut(
+            rows[:lines], width, len(prefix)
+        )
     return [row.replace(_KEEP, " ") for row in rows]
+
+
+def _word_cut(rows: list[str], width: int, indent: int) -> list[str]:
+    """The last row ended after a whole word and an ellipsis (no boundary served)."""
+    last = rows[-1]
+    while len(last) + 2 > width and " " in last[indent + 1 :]:
+        last = last.rsplit(" ", 1)[0]
+    return [*rows[:-1], last.rstrip(" ,;:") + " " + ELLIPSIS]
+
+
+# Where a text may be cut: after a sentence, else after a clause (a colon, semicolon or comma,
+# or before a parenthesis).
+_SENTENCE = re.compile(r"(?<=[.!?])\s")
+_CLAUSE = re.compile(r"(?<=[;:,])\s|\s(?=\()")
+
+
+def _shortened(
+    text: str, width: int, prefix: str, lines: int, whole_sentence: bool = False
+) -> list[str] | None:
+    """`text` cut at the last sentence end, else clause boundary, whose start fits in `lines`
+    rows with an ellipsis after it (`whole_sentence`: a sentence end may take a row more);
+    never a cut that leaves less than half the room used; None where no boundary does."""
+    room = lines * (width - len(prefix))
+    for boundary in (_SENTENCE, _CLAUSE):
+        allowed = lines + (1 if whole_sentence and boundary is _SENTENCE else 0)
+        cuts = [m.start() for m in boundary.finditer(text) if m.start() >= room // 2]
+        for cut in reversed(cuts):
+            head = text[:cut].rstrip(" ,;:") + " " + ELLIPSIS
+            rows = textwrap.wrap(
+                head,
+                width=width,
+                initial_indent=prefix,
+                subsequent_indent=" " * len(prefix),
+                break_on_hyphens=False,
+            )
+            if len(rows) <= allowed:
+                return rows
+    return None
 
 
 def clip(text: str, width: int) -> str:

@@ -10,7 +10,7 @@ from nsdiag.analysis.records.changes import Change, Touch
 from nsdiag.analysis.records.diagnosis import Diagnosis, KernelDiagnosis
 from nsdiag.analysis.records.findings import Finding
 from nsdiag.render import fmt, kernel_names
-from nsdiag.render.text_layout import FIX, Page, middle
+from nsdiag.render.text_layout import FIX, Page
 
 
 @dataclass
@@ -43,10 +43,19 @@ class View:
         """The kernel's label in `width` characters: the short name cut in the middle, what
         tells it apart from look-alikes (and `extra`) kept whole."""
         teller = " ".join(t for t in (self.tellers.get(kernel.id, ""), extra) if t)
+        if teller and len(teller) > width - 12:  # no room for the name: `g256x64 b512`
+            teller = teller.replace("grid ", "g").replace("block ", "b")
         base = fmt.printable(self.names.get(kernel.name, kernel.name))
+        others = [fmt.printable(self.names.get(k.name, k.name)) for k in self.diagnosis.kernels]
         if not teller:
-            return middle(base, width)
-        return f"{middle(base, max(width - len(teller) - 1, 8))} {teller}"
+            return kernel_names.fit(base, width, others)
+        return f"{kernel_names.fit(base, max(width - len(teller) - 1, 6), others)} {teller}"
+
+    def kernel_of(self, touch: Touch) -> KernelDiagnosis | None:
+        """The listed kernel a touch is, if it is one."""
+        if touch.kind != "kernel" or touch.kernel_id is None:
+            return None
+        return next((k for k in self.diagnosis.kernels if k.id == touch.kernel_id), None)
 
     def touch(self, touch: Touch) -> str:
         if touch.kind == "kernel":

@@ -24,6 +24,20 @@ _OCCUPANCY_LIMITS = (
 )
 
 
+# Percentages that cannot physically pass 100 (or 0): hit rates, occupancy, shares of issue
+# slots and branches. ncu samples their counters in different replay passes, so a rate can read
+# 100.04; the rules, the verdict and the JSON read them held to [0, 100] (session.raw, the raw
+# table, keeps ncu's value). Throughputs (% of a sustained peak) are left as measured.
+BOUNDED_PCT = (
+    "l1_hit_rate_pct",
+    "l2_hit_rate_pct",
+    "achieved_occupancy_pct",
+    "theoretical_occupancy_pct",
+    "branch_uniformity_pct",
+    "shared_bank_conflict_pct",
+)
+
+
 def _col(frame: pd.DataFrame, name: str) -> pd.Series:
     return frame[name] if name in frame else pd.Series(np.nan, index=frame.index)
 
@@ -42,11 +56,19 @@ def _ratio(num: pd.Series, den: pd.Series) -> pd.Series:
 def add_derived(kernels: pd.DataFrame) -> pd.DataFrame:
     """Return a copy of `kernels` with derived columns added."""
     k = kernels.copy()
+    _bound(k)
     _add_flops(k)
     _add_memory(k)
     _add_stalls(k)
     _add_occupancy(k)
     return k
+
+
+def _bound(k: pd.DataFrame) -> None:
+    """Each BOUNDED_PCT column held to [0, 100]."""
+    for name in BOUNDED_PCT:
+        if name in k:
+            k[name] = pd.to_numeric(k[name], errors="coerce").clip(0.0, 100.0)
 
 
 def _add_flops(k: pd.DataFrame) -> None:
@@ -100,8 +122,8 @@ def _add_memory(k: pd.DataFrame) -> None:
     conflicts = _sum(k, (1, "shared_load_bank_conflicts"), (1, "shared_store_bank_conflicts"))
     requests = _sum(k, (1, "shared_load_requests"), (1, "shared_store_requests"))
     # No shared-memory traffic means no conflicts (0), not an unknown.
-    k["shared_bank_conflict_pct"] = (100 * _ratio(conflicts, wavefronts)).where(
-        ~(wavefronts == 0), 0.0
+    k["shared_bank_conflict_pct"] = (
+        (100 * _ratio(conflicts, wavefronts)).clip(0.0, 100.0).where(~(wavefronts == 0), 0.0)
     )
     k["shared_ways"] = _ratio(wavefronts, requests)
     k["local_sectors"] = _sum(k, (1, "local_load_sectors"), (1, "local_store_sectors"))

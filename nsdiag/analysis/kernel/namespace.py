@@ -266,9 +266,33 @@ def _uncoalesced_side(values: Mapping[str, Any]) -> str:
 
 
 def _tail_label(values: Mapping[str, Any]) -> str:
+    """The message's subject: the grid, or for a matrix kernel its tiles (the finding's cause,
+    tail-effect, already heads the line: the message does not say it again)."""
     if number(values.get("is_gemm_like")) == 1:
-        return "Wave quantisation (the tile count of a matrix kernel just over a whole wave)"
-    return "Tail effect"
+        return "Wave quantisation: the matrix kernel's tiles, its grid,"
+    return "The grid"
+
+
+def _ceiling_share(values: Mapping[str, Any]) -> str:
+    """How a kernel's DRAM bandwidth stands to the ceiling, before `the 4.09 TB/s this GPU
+    sustains`: `97% of`, or `at` where it reads above it (the ceiling is a sustained figure
+    measured on a copy, not a hard limit: saying 107% of what the GPU sustains contradicts
+    itself)."""
+    pct = number(values.get("dram_pct_of_ceiling"))
+    if pct is None:
+        return "n/a"
+    return "at" if round(pct) > 100 else f"{pct:.0f}% of"
+
+
+def _ceiling_note(values: Mapping[str, Any]) -> str:
+    """After the ceiling's source: how far above it a kernel reads, and why that can be."""
+    pct = number(values.get("dram_pct_of_ceiling"))
+    if pct is None or round(pct) <= 100:
+        return ""
+    return (
+        f"; this kernel reads {pct:.0f}% of it: the ceiling is a sustained figure measured on a"
+        " copy, not a hard limit"
+    )
 
 
 def _gemm_tile(values: Mapping[str, Any]) -> str:
@@ -282,11 +306,21 @@ TEXT_VALUES: dict[str, TextValue] = {
         _uncoalesced_side,
     ),
     "tail_label": TextValue(
-        "What a partial last wave is called: wave quantisation for a GEMM or convolution, else"
-        " tail effect.",
+        "The subject of a partial last wave's sentence: 'The grid', or for a GEMM or convolution"
+        " its tiles, called wave quantisation.",
         _tail_label,
     ),
     "gemm_tile": TextValue("The CTA tile M x N its name states, e.g. '64x8'.", _gemm_tile),
+    "ceiling_share": TextValue(
+        "How the kernel's DRAM bandwidth stands to the ceiling it is judged against: '97% of',"
+        " or 'at' where it reads above it.",
+        _ceiling_share,
+    ),
+    "ceiling_note": TextValue(
+        "Where the kernel reads above the ceiling: by how much, and that the ceiling is a"
+        " measured sustained figure, not a hard limit (else empty).",
+        _ceiling_note,
+    ),
     "access_advice": TextValue(
         "What closes a DRAM-bound kernel's distance to the ceiling, from its access width and "
         "sector use: wider (vectorised) accesses, more bytes in flight, or what the report "

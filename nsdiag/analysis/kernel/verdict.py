@@ -33,6 +33,7 @@ from typing import Any
 from nsdiag.analysis.kernel.tensor import tensor_core_evidence
 from nsdiag.model.gpu_units import COMPUTE_UNITS, MEMORY_PRECEDENCE, MEMORY_UNITS
 from nsdiag.model.names import short_name
+from nsdiag.model.quantities import duration as duration_words
 from nsdiag.model.values import number, number_or
 
 LAUNCH_NS = 5_000.0
@@ -174,7 +175,8 @@ def classify(values: Values) -> Verdict:
             "launch",
             mem_pct,
             cmp_pct,
-            f"runs {duration / 1000:.1f} us, under the {LAUNCH_NS / 1000:.0f} us a launch costs",
+            f"runs {duration_words(duration)}, "
+            f"under the {duration_words(LAUNCH_NS)} a launch costs",
         )
     if math.isnan(mem_pct) and math.isnan(cmp_pct):
         return Verdict("unknown", None, mem_pct, cmp_pct, "no speed-of-light metrics in the report")

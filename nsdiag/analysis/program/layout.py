@@ -20,6 +20,7 @@ from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.records.diagnosis import KernelDiagnosis
 from nsdiag.analysis.records.findings import Evidence, Finding, share_of
 from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.model import quantities
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.names import short_names
 from nsdiag.model.signature import signature_key
@@ -85,11 +86,11 @@ def layout_conversions(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         "time_us": time_ns / 1e3,
         "launches": len(found),
         "kernels": ", ".join(
-            f"{labels[str(name)]} ({int(row['size'])}x, {row['sum'] / 1e3:.0f} us)"
+            f"{labels[str(name)]} ({int(row['size'])}x, {quantities.duration(row['sum'])})"
             for name, row in per_kernel.head(5).iterrows()
         ),
         "moved_mb": moved / 1e6 if moved else None,
-        "moved": f"; they move {moved / 1e6:.0f} MB and compute nothing" if moved else "",
+        "moved": f"; they move {quantities.size(moved)} and compute nothing" if moved else "",
         "saved_ms": time_ns / 1e6,
     }
     message, fix = LAYOUT_CONVERSIONS.text(rule, values)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nsdiag.analysis.records.jsonsafe import json_number
+from nsdiag.model import evidence_labels
 
 # What a finding's saving is computed from ("ncu-rule": Nsight Compute's own estimated speedup,
 # where its rule stands in for a kernel rule whose metrics are missing).
@@ -117,6 +118,13 @@ class Finding:
             "evidence": {e.metric: json_number(e.value) for e in self.evidence},
             "thresholds": {
                 e.metric: {"op": e.op, "threshold": e.threshold} for e in self.evidence if e.op
+            },
+            "evidence_labels": {
+                e.metric: {
+                    "label": evidence_labels.label(e.metric),
+                    "unit": evidence_labels.unit(e.metric),
+                }
+                for e in self.evidence
             },
             "message": self.message,
             "fix": self.fix,

@@ -26,7 +26,7 @@ from typing import Any
 from nsdiag.analysis.records.findings import Evidence, Finding, Skipped, share_of
 from nsdiag.analysis.rules.expr import Comparison
 from nsdiag.analysis.rules.spec import RuleSpec
-from nsdiag.analysis.rules.template import render, render_message
+from nsdiag.analysis.rules.template import render, render_message, template_fields
 from nsdiag.model.values import missing, number
 
 
@@ -64,10 +64,21 @@ def evaluate_rule(
         recoverable=recoverable,
         saved_ns=saved,
         estimate="metrics" if saved is not None else "none",
-        message=render_message(rule.message, values) or rule.title,
-        fix=render(rule.fix, values),
+        # a message may state its thresholds: the rule's params are values of its templates
+        message=render_message(rule.message, {**rule.params, **values}) or _lacking(rule, values),
+        fix=render(rule.fix, {**rule.params, **values}),
         impact_basis=f"{note} {rule.impact_basis}".strip() if note else rule.impact_basis,
         evidence=evidence,
+    )
+
+
+def _lacking(rule: RuleSpec, values: Mapping[str, Any]) -> str:
+    """The message of a finding whose every sentence names a value the report lacks: not the
+    rule's title (the cause already heads the line: `warp-divergence: Warp divergence`)."""
+    absent = sorted({n for n, _, _ in template_fields(rule.message) if missing(values.get(n))})
+    return (
+        f"The rule's condition holds; its message needs {', '.join(absent)}, which the report "
+        "lacks (profile with nsdiag profile or ncu --set full for the full text)."
     )
 
 

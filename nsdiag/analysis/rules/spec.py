@@ -281,6 +281,8 @@ def parse_rule(path: Path, vocabulary: Vocabulary) -> RuleSpec:
     if analysis is not None:
         params = _analysis_params(params, path, analysis)
     names = _template_names(analysis, vocabulary)
+    if analysis is None:  # a kernel rule's message may state its thresholds (its params)
+        names = (frozenset(names[0]) | frozenset(params), names[1])
     return RuleSpec(
         id=rule_id,
         cause=cause,

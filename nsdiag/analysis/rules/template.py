@@ -5,7 +5,11 @@ A template may only name values (`{name}` or `{name:spec}`, a plain identifier, 
 a conversion `!s`, `!r` or `!a`): no positional fields (`{}`, `{0}`), no attribute or item access
 (`{a.b}`, `{a[0]}`), no nested fields in a spec, and a spec of the standard mini-language with a
 width and precision of at most MAX_SPEC_NUMBER, or `si`: the number scaled to an SI prefix with
-three significant digits, written before the unit (`{flops:si}FLOP/s` -> `103 TFLOP/s`).
+three significant digits, written before the unit (`{flops:si}FLOP/s` -> `103 TFLOP/s`), or a
+unit spec that names the value's unit and prints it in nsdiag's one unit system with its unit
+(model/quantities.py): `time_ns`, `time_us`, `time_ms`, `time_s` (`{idle_ms:time_ms}` -> `336 ms`,
+`1.25 s`), `size_b`, `size_mb` (`{copy_mb:size_mb}` -> `7.00 kB`, `1.85 TB`), `count`
+(`{launches:count}` -> `5,475`).
 Formatting never fails: a missing or NaN value prints n/a, a spec that does not suit the value
 prints the value plainly. A finding's message is formatted by `render_message`, which leaves
 out the sentences whose values are missing instead of printing n/a in them.
@@ -15,14 +19,25 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
+from nsdiag.model import quantities
 from nsdiag.model.values import missing
 
 MAX_SPEC_NUMBER = 64  # the largest width or precision a template's format spec may ask for
 SI = "si"  # the spec that scales a number to an SI prefix: `{flops:si}FLOP/s`
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+# unit spec -> how its value is printed: `{idle_ms:time_ms}` is a duration given in ms
+UNIT_SPECS: dict[str, Callable[[float], str]] = {
+    "time_ns": quantities.duration,
+    "time_us": lambda v: quantities.duration(v * 1e3),
+    "time_ms": lambda v: quantities.duration(v * 1e6),
+    "time_s": lambda v: quantities.duration(v * 1e9),
+    "size_b": quantities.size,
+    "size_mb": lambda v: quantities.size(v * 1e6),
+    "count": quantities.count,
+}
 # A sentence ends at . ! or ? followed by space and a capital letter or a field.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z{])")
 
@@ -36,7 +51,7 @@ _CONVERSIONS = (None, "s", "r", "a")
 
 def spec_problem(spec: str) -> str | None:
     """What is wrong with a format spec, or None when it is a bounded standard spec (or si)."""
-    if spec == SI:
+    if spec == SI or spec in UNIT_SPECS:
         return None
     match = _SPEC.fullmatch(spec)
     if match is None:
@@ -91,6 +106,11 @@ class _SafeFormatter(string.Formatter):
             return "n/a"
         if format_spec == SI:
             return _si(value)
+        if format_spec in UNIT_SPECS:
+            try:
+                return str(UNIT_SPECS[format_spec](float(value)))
+            except (TypeError, ValueError):
+                return str(value)
         if spec_problem(format_spec) is not None:
             return str(value)
         try:

@@ -12,7 +12,7 @@ import pandas as pd
 
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.record import ProgramAnalysis
-from nsdiag.analysis.program.timeline.nvtx import UNNAMED, label
+from nsdiag.analysis.program.timeline.nvtx import UNNAMED, label, without_label
 from nsdiag.analysis.program.timeline.view import TimelineView
 from nsdiag.analysis.records.findings import Evidence, Finding, share_of
 from nsdiag.analysis.rules.spec import RuleSpec
@@ -103,12 +103,22 @@ def range_values(draft: Draft, v: TimelineView | None = None) -> dict[str, Any]:
     """The template values every timeline finding has (record.RANGE_VALUES). Where the
     view's lanes are ranks, the device is the rank's and the label names the rank."""
     rank = v.rank_of(draft.device) if v is not None else None
+    named = label(draft.range, v is None or _any_ranges(v))
     return {
-        "range_label": label(draft.range) if rank is None else f"rank {rank}, {label(draft.range)}",
+        "range_label": named
+        if rank is None
+        else ", ".join(t for t in (f"rank {rank}", named) if t),
         "range": draft.range,
         "device": int(v.device_of(draft.device) if v is not None else draft.device),
         "saved_ms": draft.saved_ns / 1e6,
     }
+
+
+def _any_ranges(v: TimelineView) -> bool:
+    """Whether the program's own NVTX ranges hold any of the timeline's work."""
+    if "range" not in v.acts:
+        return False
+    return any(r != UNNAMED for r in pd.unique(v.acts["range"].astype(object)))
 
 
 def make_finding(
@@ -116,6 +126,7 @@ def make_finding(
 ) -> Finding:
     v = ctx.view
     message, fix = analysis.text(rule, {**range_values(draft, v), **draft.values})
+    message = without_label(message)
     start, end = v.spans.get(draft.device, (0, 0))
     wall = range_wall_ns(ctx.session, v, draft.range, draft.device)
     rank = v.rank_of(draft.device)

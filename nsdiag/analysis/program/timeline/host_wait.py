@@ -29,6 +29,7 @@ from nsdiag.analysis.program.timeline.waits import ALLOC_PATTERN, WaitAccount, s
 from nsdiag.analysis.program.user_range import activity_ranges
 from nsdiag.analysis.records.findings import Evidence, Finding
 from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.model import quantities
 from nsdiag.model.ranks import rank_of
 from nsdiag.model.tables import records
 
@@ -203,8 +204,8 @@ def launch_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
             "loop_note": (
                 f" The iteration runs the model's forward {forwards:.0f} times (a decode loop): "
                 f"the saving counts the idle time inside the forwards; the host's own work "
-                f"between them, {outside_ns / n / 1e6:.2f} ms{per} "
-                f"({outside_ns / n / max(forwards, 1.0) / 1e3:.0f} us a forward: sampling, "
+                f"between them, {quantities.duration(outside_ns / n)}{per} "
+                f"({quantities.duration(outside_ns / n / max(forwards, 1.0))} a forward: sampling, "
                 "stopping criteria, cache bookkeeping), stays: a graph of the forward does not "
                 "remove it."
                 if loop

@@ -32,6 +32,19 @@ def host_ranges(
     return out
 
 
-def label(name: str) -> str:
-    """A range as a message names it."""
-    return f"NVTX range '{name}'" if name else "work outside NVTX ranges"
+def label(name: str, any_ranges: bool = True) -> str:
+    """A range as a message names it: `NVTX range 'step'`, `work outside NVTX ranges`, or
+    nothing where the program has no ranges of its own (every finding is about the whole run,
+    and saying "outside NVTX ranges" before each would tell the reader nothing)."""
+    if name:
+        return f"NVTX range '{name}'"
+    return "work outside NVTX ranges" if any_ranges else ""
+
+
+def without_label(message: str) -> str:
+    """A message whose template starts `{range_label}: ` rendered with an empty label: the
+    sentence starts at what follows, capitalised."""
+    if not message.startswith(": "):
+        return message
+    rest = message[2:]
+    return rest[:1].upper() + rest[1:]
