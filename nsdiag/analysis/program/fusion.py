@@ -35,6 +35,7 @@ from nsdiag.analysis.program.analyses import FUSION_CANDIDATES
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.records.findings import Evidence, Finding, FusionChain, share_of
 from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.model import quantities
 from nsdiag.model.names import short_names
 
 _TENSOR_IDLE_PCT = 5.0  # an operation whose tensor pipe is busier runs real matrix math
@@ -315,8 +316,9 @@ def _traffic(by_names: bool, intermediate: float, moved: float, fused: float) ->
             "streams the data once, as the longest of them does."
         )
     return (
-        f"pass {intermediate / 1e6:.0f} MB of intermediates through DRAM (written, then read "
-        f"back): {moved / 1e6:.0f} MB moved where a fused kernel would move {fused / 1e6:.0f} MB."
+        f"pass {quantities.size(intermediate)} of intermediates through DRAM (written, then read "
+        f"back): {quantities.size(moved)} moved where a fused kernel would move "
+        f"{quantities.size(fused)}."
     )
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.records.region import Region, Startup, StartupPart, ms
+from nsdiag.model import quantities
 from nsdiag.model.intervals import union_ns
 
 CALL_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -82,7 +83,9 @@ def summarise(region: Region, api: pd.DataFrame) -> Startup | None:
             f"{ms(extra)} more than steady iterations: autotuning, compilation, lazy loading, "
             "allocator growth"
         )
-        parts.append(StartupPart(f"{len(region.warmup)} warm-up iteration(s)", walls, detail))
+        parts.append(
+            StartupPart(quantities.plural(len(region.warmup), "warm-up iteration"), walls, detail)
+        )
     calls = _calls_before(api, t0, first)
     covered = 0.0
     if len(calls):

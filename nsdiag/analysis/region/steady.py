@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.records.region import Iteration, Region, Window, ms
+from nsdiag.model import quantities
 
 MIN_ITERATIONS = 3  # repeats that make a loop
 # A short run's repeats (a script that runs its step twice): iterations only where nothing repeats
@@ -65,7 +66,7 @@ def iteration_region(
     warmup, steady_ = parts
     median = float(np.median([i.wall_ns for i in steady_]))
     text = f"{len(steady_)} steady-state iterations of {what} (median {ms(median)})" + (
-        f", after {len(warmup)} warm-up iteration(s)" if warmup else ""
+        f", after {quantities.plural(len(warmup), 'warm-up iteration')}" if warmup else ""
     )
     windows = merged([(i.start_ns, i.end_ns) for i in steady_])
     return Region(method, text, windows, *bounds, tuple(steady_), tuple(warmup))

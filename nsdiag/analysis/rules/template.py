@@ -9,7 +9,7 @@ three significant digits, written before the unit (`{flops:si}FLOP/s` -> `103 TF
 unit spec that names the value's unit and prints it in nsdiag's one unit system with its unit
 (model/quantities.py): `time_ns`, `time_us`, `time_ms`, `time_s` (`{idle_ms:time_ms}` -> `336 ms`,
 `1.25 s`), `size_b`, `size_mb` (`{copy_mb:size_mb}` -> `7.00 kB`, `1.85 TB`), `count`
-(`{launches:count}` -> `5,475`).
+(`{launches:count}` -> `5,475`), `times` (`{occurrences:times}` -> `once`, `529 times`).
 Formatting never fails: a missing or NaN value prints n/a, a spec that does not suit the value
 prints the value plainly. A finding's message is formatted by `render_message`, which leaves
 out the sentences whose values are missing instead of printing n/a in them.
@@ -37,6 +37,7 @@ UNIT_SPECS: dict[str, Callable[[float], str]] = {
     "size_b": quantities.size,
     "size_mb": lambda v: quantities.size(v * 1e6),
     "count": quantities.count,
+    "times": lambda v: "once" if v == 1 else quantities.plural(v, "time"),
 }
 # A sentence ends at . ! or ? followed by space and a capital letter or a field.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z{])")
