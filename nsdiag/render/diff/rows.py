@@ -68,7 +68,8 @@ def side_line(side: Side) -> str:
     line = f"{side.label.upper()}: {sources} ({device}): {side.describe()}"
     more = [", ".join(r.sources) for r in side.extra_runs]
     if more:
-        line += f"; {len(more)} more run(s) of it for the run-to-run noise: {'; '.join(more)}"
+        runs = fmt.plural(len(more), "more run")
+        line += f"; {runs} of it for the run-to-run noise: {'; '.join(more)}"
     return line
 
 
@@ -310,7 +311,8 @@ def unestimated_changes(diff: Diff) -> str | None:
     if not left:
         return None
     names = ", ".join(f"#{r.rank} {'/'.join(r.rules)}" for r in left)
-    return f"{len(left)} more change(s) of BEFORE resolved with no estimate to check: {names}"
+    changes = fmt.plural(len(left), "more change")
+    return f"{changes} of BEFORE resolved with no estimate to check: {names}"
 
 
 def _change_measured(diff: Diff, r: ChangeOutcome) -> str:
@@ -373,6 +375,6 @@ def gate_line(gate: Gate) -> str:
     closest = max(gate.checks, key=lambda c: c.change_pct)
     return (
         f"nsdiag diff: pass: nothing got slower by more than {gate.threshold_pct:g}% beyond the "
-        f"run-to-run noise (the region and {len(gate.checks) - 1} kernel(s) above "
+        f"run-to-run noise (the region and {fmt.plural(len(gate.checks) - 1, 'kernel')} above "
         f"{gate.share_pct:g}% of it); largest change: {check_sentence(closest)}"
     )

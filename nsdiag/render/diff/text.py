@@ -267,6 +267,7 @@ def _findings(page: Page, diff: Diff) -> None:
         page.blank()
         _para(
             page,
-            f"{len(unchecked)} finding(s) of BEFORE not re-checked ({rules_}): {unchecked[0].how}",
+            f"{fmt.plural(len(unchecked), 'finding')} of BEFORE not re-checked ({rules_}): "
+            f"{unchecked[0].how}",
             style=DIM,
         )
