@@ -182,12 +182,13 @@ def _one_program(inputs: tuple[Path, ...]) -> None:
     folder (nsdiag profile records a launcher's ranks together) or one report per rank, which
     carry no command line: readers/ranks.py merges those and warns when their kernels differ.
     Two recordings of one program are compared with `nsdiag diff`, not merged."""
-    from nsdiag.analysis.diff.sameness import script_of
     from nsdiag.model import store
 
     folders = [p for p in inputs if store.is_session_dir(p)]
     if len(folders) < 2:
         return
+    from nsdiag.analysis.diff.sameness import script_of  # the diff package: only when needed
+
     known = [(p, *store.recorded_program(p)) for p in folders]
     scripts = {p: s for p, c, _ in known if (s := script_of(c))}
     gpus = {p: g for p, _, g in known if g}

@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from nsdiag.model.names import function_name
@@ -83,7 +84,10 @@ def kernel_launches(timeline: pd.DataFrame) -> pd.DataFrame:
         if "short_name" in k
         else pd.Series("", index=k.index)
     )
-    k["function"] = [s if s else function_name(n) for s, n in zip(short, names, strict=True)]
+    pairs = list(zip(short.tolist(), names.tolist(), strict=True))
+    # a timeline has 10^5 launches of 10^2 names: each name parsed once
+    parsed = {n: function_name(n) for n in {n for s, n in pairs if not s}}
+    k["function"] = [s or parsed[n] for s, n in pairs]
     k["filter_name"] = k["mangled_name"].astype(str) if name_base(k) == "mangled" else k["function"]
     k["duration_ns"] = pd.to_numeric(k["duration_ns"], errors="coerce").fillna(0.0)
     return k.reset_index(drop=True)
@@ -131,6 +135,12 @@ def duration_groups(
     ]
 
 
+def _median(values: np.ndarray) -> float:
+    """The median of the values that are there (as pandas' `median` skips NaN)."""
+    present = values[~np.isnan(values)]
+    return float(np.median(present)) if len(present) else float("nan")
+
+
 def signatures(launches: pd.DataFrame) -> list[Signature]:
     """The launches grouped into signatures, most time first. With an `in_region` column only
     the region's launches count (time, launches, duration groups, the first launch); signatures
@@ -151,30 +161,44 @@ def signatures(launches: pd.DataFrame) -> list[Signature]:
     # ncu reaches a later group's first launch with a higher launch count.
     parts = ["filter_name", "name", "grid", "block"]
     key = signature_keys(keyed, exact=True, function="filter_name")
-    for _, group in keyed.groupby(key.where(keyed[parts].notna().all(axis=1)), sort=False):
-        name, grid, block = (group[c].iloc[0] for c in ("name", "grid", "block"))
-        labels = duration_groups(
-            group["duration_ns"].tolist(),
-            contended=group["contended"].astype(bool).tolist() if "contended" in group else None,
+    codes, _ = pd.factorize(key.where(keyed[parts].notna().all(axis=1)), sort=False)
+    # Column arrays indexed per group: a DataFrame groupby builds a frame per signature and per
+    # duration group, which is most of the time on a step of thousands of launches.
+    column = {c: keyed[c].to_numpy() for c in ("name", "function", "grid", "block", "filter_name")}
+    durations = keyed["duration_ns"].to_numpy(dtype="float64")
+    position = keyed["_pos"].to_numpy()
+    contended = keyed["contended"].astype(bool).to_numpy() if "contended" in keyed else None
+    order = np.argsort(codes, kind="stable")  # each group's launches stay in launch order
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    for members in np.split(order, bounds):
+        if not len(members) or codes[members[0]] < 0:  # a part of the key missing
+            continue
+        first = members[0]
+        labels = np.asarray(
+            duration_groups(
+                durations[members].tolist(),
+                contended=contended[members].tolist() if contended is not None else None,
+            )
         )
-        count = max(labels) + 1
-        for variant, part in group.groupby(pd.Series(labels, index=group.index), sort=True):
-            ns = float(part["duration_ns"].sum())
-            positions = tuple(int(p) for p in part["_pos"])
+        count = int(labels.max()) + 1
+        for variant in np.unique(labels):
+            part = members[labels == variant]
+            ns = float(np.nansum(durations[part]))
+            positions = tuple(int(p) for p in position[part])
             rows.append(
                 Signature(
-                    str(name),
-                    str(part["function"].iloc[0]),
-                    str(grid),
-                    str(block),
+                    str(column["name"][first]),
+                    str(column["function"][part[0]]),
+                    str(column["grid"][first]),
+                    str(column["block"][first]),
                     len(part),
                     ns,
                     ns / total if total else 0.0,
                     positions[0],
-                    str(part["filter_name"].iloc[0]),
+                    str(column["filter_name"][part[0]]),
                     int(variant),
                     count,
-                    float(part["duration_ns"].median()),
+                    _median(durations[part]),
                     positions,
                 )
             )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import lru_cache
 
 ELLIPSIS = "…"
 MAX_LEN = 72
@@ -177,6 +178,7 @@ def _truncate(text: str, max_len: int) -> str:
     return text[:head] + ELLIPSIS + text[len(text) - (keep - head) :]
 
 
+@lru_cache(maxsize=4096)  # pure, and asked for each name many times (tables, rules, changes)
 def short_name(full: str, max_len: int = MAX_LEN) -> str:
     """A short readable name for a (demangled) kernel name; the input itself when nothing
     shortens."""

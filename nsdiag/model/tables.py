@@ -9,5 +9,28 @@ if TYPE_CHECKING:  # annotations only: the rule loader runs without pandas
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """One dict per row (column name -> value; native Python scalars)."""
-    return cast(list[dict[str, Any]], frame.to_dict("records"))
+    """One dict per row (column name -> value; native Python scalars), as
+    `frame.to_dict("records")` gives them.
+
+    Column by column: `to_dict` walks the rows through `itertuples`, which steps through a
+    string column element by element, most of the time on an aggregated table of a hundred-odd
+    metric columns. `tolist()` gives the same native scalars for numpy and string columns; object
+    columns are boxed as `to_dict` boxes them; other extension columns come from `to_dict`."""
+    from pandas.core.dtypes.cast import maybe_box_native  # type: ignore[attr-defined]
+
+    columns = frame.columns.tolist()
+    if len(set(columns)) != len(columns) or not columns:
+        return cast(list[dict[str, Any]], frame.to_dict("records"))  # its warnings and errors
+    import numpy as np
+    import pandas as pd
+
+    values = []
+    for i, dtype in enumerate(frame.dtypes.tolist()):
+        column = frame.iloc[:, i]
+        if isinstance(dtype, np.dtype) and dtype.kind == "O":
+            values.append([maybe_box_native(v) for v in column.tolist()])
+        elif isinstance(dtype, (np.dtype, pd.StringDtype)):
+            values.append(column.tolist())
+        else:  # other extension types (nullable integers...): to_dict's own, rare
+            values.append([row[columns[i]] for row in frame.iloc[:, [i]].to_dict("records")])
+    return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -327,6 +326,8 @@ def read_reports(jobs: Sequence[tuple[Reader, Path]], workers: int | None = None
     workers = workers or min(len(jobs), os.cpu_count() or 1)
     if workers < 2:
         return [reader(path) for reader, path in jobs]
+    from concurrent.futures import ProcessPoolExecutor  # 10 ms of every start-up otherwise
+
     try:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             limits = source.chosen_limits()

@@ -44,9 +44,13 @@ def _col(frame: pd.DataFrame, name: str) -> pd.Series:
 
 def _sum(frame: pd.DataFrame, *terms: tuple[float, str]) -> pd.Series:
     """Weighted sum of columns; NaN only when every term is missing."""
-    parts = [weight * _col(frame, name) for weight, name in terms]
-    stacked = pd.concat(parts, axis=1)
-    return stacked.sum(axis=1, min_count=1)
+    # on arrays: a frame built per sum cost more than the sums (a few terms, tens of rows)
+    total = np.full(len(frame), np.nan)
+    for weight, name in terms:
+        if name in frame:
+            term = weight * pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype="float64")
+            total = np.where(np.isnan(total), term, np.where(np.isnan(term), total, total + term))
+    return pd.Series(total, index=frame.index)
 
 
 def _ratio(num: pd.Series, den: pd.Series) -> pd.Series:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from nsdiag.analysis.kernel import roofline, verdict
@@ -41,6 +42,11 @@ class KernelInputs:
     @property
     def device(self) -> Mapping[str, Any]:
         return self.session.meta.device or {}
+
+    @cached_property
+    def ncu_advice(self) -> Mapping[int, tuple[NcuRuleResult, ...]]:
+        """ncu's advice per launch id, the rule results table read once for every signature."""
+        return ncu_advice_by_launch(self.session)
 
 
 def place(row: Mapping[str, Any], inputs: KernelInputs) -> RooflinePosition:
@@ -79,7 +85,8 @@ def diagnose_kernel(index: int, row: Mapping[str, Any], inputs: KernelInputs) ->
     )
     values = kernel_values(facts)
     time = (float(row["total_duration_ns"]), inputs.wall_ns)
-    ncu_rules = ncu_rule_results(inputs.session, row["launch_ids"])
+    launch_ids = row["launch_ids"]
+    ncu_rules = inputs.ncu_advice.get(int(launch_ids[0]), ()) if len(launch_ids) else ()
     findings, skipped = _apply(inputs.rules, values, name, time, ncu_rules)
     findings = _verdict_first(findings, v.limiter)
     return KernelDiagnosis(
@@ -191,26 +198,28 @@ def _metrics(row: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
-def ncu_rule_results(session: Session, launch_ids: Sequence[int]) -> tuple[NcuRuleResult, ...]:
-    """ncu's own optimisation advice (OPT and WRN results) for the signature's first launch,
-    largest estimated speedup first."""
+def ncu_advice_by_launch(session: Session) -> dict[int, tuple[NcuRuleResult, ...]]:
+    """ncu's own optimisation advice (OPT and WRN results) per profiled launch, largest
+    estimated speedup first: a signature shows its first launch's."""
     rules = session.rule_results
-    if rules is None or rules.empty or not len(launch_ids):
-        return ()
-    first = rules[rules["id"] == launch_ids[0]]
-    first = first[first["type"].isin(["OPT", "WRN"])]
-    out = [
-        NcuRuleResult(
-            rule=r["rule"],
-            section=r["section"],
-            type=r["type"],
-            message=r["message"],
-            speedup_type=r["speedup_type"] or None,
-            speedup=number(r["speedup"]),
+    if rules is None or rules.empty:
+        return {}
+    advice: dict[int, list[NcuRuleResult]] = {}
+    for r in records(rules[rules["type"].isin(["OPT", "WRN"])]):
+        launch = number(r["id"])
+        if launch is None:
+            continue
+        advice.setdefault(int(launch), []).append(
+            NcuRuleResult(
+                rule=r["rule"],
+                section=r["section"],
+                type=r["type"],
+                message=r["message"],
+                speedup_type=r["speedup_type"] or None,
+                speedup=number(r["speedup"]),
+            )
         )
-        for r in records(first)
-    ]
-    return tuple(sorted(out, key=lambda r: -(r.speedup or 0)))
+    return {i: tuple(sorted(out, key=lambda r: -(r.speedup or 0))) for i, out in advice.items()}
 
 
 def _duration_groups_note(row: Mapping[str, Any]) -> str:

@@ -3,6 +3,7 @@ aggregate their metrics."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from nsdiag.model.signature import SEPARATOR, signature_keys
@@ -87,19 +88,30 @@ def _weighted_means(k: pd.DataFrame, keys: pd.Series, weight: pd.Series) -> pd.D
     of each numeric column (launches lacking a metric left out of its mean)."""
     numeric = [
         c
-        for c in k.columns
+        for c, dtype in k.dtypes.items()
         if c != "id"
-        and pd.api.types.is_numeric_dtype(k[c])
-        and not pd.api.types.is_bool_dtype(k[c])
+        and pd.api.types.is_numeric_dtype(dtype)
+        and not pd.api.types.is_bool_dtype(dtype)
     ]
-    values = k[numeric].astype("float64")
-    present = values.notna()
-    weighted_sum = values.mul(weight, axis=0).groupby(keys, sort=False).sum(min_count=1)
-    weight_sum = present.mul(weight, axis=0).groupby(keys, sort=False).sum()
-    means = weighted_sum / weight_sum.where(weight_sum > 0)
-    head = k.groupby(keys, sort=False).head(1)
-    first = head.set_index(keys[head.index])
-    return first.drop(columns=numeric).join(means).copy()  # one block: adding columns stays cheap
+    # On plain arrays: a signature's row is a frame of a hundred-odd metric columns, where each
+    # pandas operation pays per column. pandas' grouped sum still adds; over one 2-D block its
+    # order may differ from the fragmented frame's in the last bit (docs/latency.md).
+    codes, uniques = pd.factorize(keys, sort=False)
+    values = k[numeric].to_numpy(dtype="float64")
+    w = weight.reindex(k.index).to_numpy(dtype="float64")[:, None]
+
+    def grouped_sum(a: np.ndarray, min_count: int = 0) -> np.ndarray:
+        return pd.DataFrame(a).groupby(codes, sort=False).sum(min_count=min_count).to_numpy()
+
+    first = k.iloc[np.unique(codes, return_index=True)[1]].drop(columns=numeric)
+    first.index = pd.Index(uniques, name=keys.name)
+    if not numeric:
+        return first
+    weighted_sum = grouped_sum(values * w, min_count=1)
+    weight_sum = grouped_sum(~np.isnan(values) * w)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = weighted_sum / np.where(weight_sum > 0, weight_sum, np.nan)
+    return pd.concat([first, pd.DataFrame(means, index=first.index, columns=numeric)], axis=1)
 
 
 def _timeline_totals(

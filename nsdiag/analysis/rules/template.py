@@ -110,13 +110,13 @@ class _SafeFormatter(string.Formatter):
         if format_spec in UNIT_SPECS:
             try:
                 return str(UNIT_SPECS[format_spec](float(value)))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # an int past float's range
                 return str(value)
         if spec_problem(format_spec) is not None:
             return str(value)
         try:
             return format(value, format_spec)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             return str(value)
 
 

@@ -337,7 +337,7 @@ def sync_bound(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
 
     # each sync under the program's NVTX range around it (library ranges looked through)
     where = activity_ranges(calls, ctx.session.nvtx_ranges) if len(calls) else np.array([])
-    one_range = len(set(account.gaps["next_range"].fillna("").astype(str))) <= 1
+    one_range = account.gaps["next_range"].fillna("").astype(str).nunique() <= 1
 
     def draft(device: int, name: str, group: pd.DataFrame, saved: float) -> Draft:
         it = account.iterations
