@@ -98,7 +98,7 @@ def dram_ceiling(
 def cc_major_of(values: Mapping[str, object], device_cc: str | None = None) -> int | None:
     """The compute capability's major version: the launch's own metric, else the device's."""
     major = number(values.get("device_compute_capability_major"))
-    if major is not None:
+    if major is not None and math.isfinite(major):  # a corrupt cell can hold 1e308
         return int(major)
     head = str(device_cc or "").split(".", 1)[0]
     return int(head) if head.isdigit() else None

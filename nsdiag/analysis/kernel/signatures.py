@@ -107,9 +107,9 @@ def _weighted_means(k: pd.DataFrame, keys: pd.Series, weight: pd.Series) -> pd.D
     first.index = pd.Index(uniques, name=keys.name)
     if not numeric:
         return first
-    weighted_sum = grouped_sum(values * w, min_count=1)
-    weight_sum = grouped_sum(~np.isnan(values) * w)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(all="ignore"):  # as pandas' arithmetic: a corrupt 1e308 cell gives inf
+        weighted_sum = grouped_sum(values * w, min_count=1)
+        weight_sum = grouped_sum(~np.isnan(values) * w)
         means = weighted_sum / np.where(weight_sum > 0, weight_sum, np.nan)
     return pd.concat([first, pd.DataFrame(means, index=first.index, columns=numeric)], axis=1)
 
