@@ -11,13 +11,8 @@ import pandas as pd
 import pytest
 
 import nsdiag
-from nsdiag.model.launches import (
-    Signature,
-    duration_groups,
-    kernel_launches,
-    signature_keys,
-    signatures,
-)
+from nsdiag.model.launches import Signature, duration_groups, kernel_launches, signatures
+from nsdiag.model.signature import signature_keys
 
 DATA = Path(__file__).parent / "data"
 

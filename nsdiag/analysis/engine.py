@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.changes import group_changes
@@ -32,7 +33,7 @@ from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.meta import SessionMeta
 from nsdiag.model.ranks import is_communication
 from nsdiag.model.session import Session
-from nsdiag.model.signature import signature_key, signature_keys
+from nsdiag.model.signature import signature_key, signature_values
 from nsdiag.model.tables import records
 
 
@@ -129,7 +130,7 @@ def _range_times(ctx: ProgramContext, program: Sequence[Finding]) -> dict[int, d
             ids.setdefault(signature_key(name, k.grid, k.block).text, k.id)
     frame = pd.DataFrame(
         {
-            "id": signature_keys(launches).map(ids),
+            "id": signature_values(launches, ids, np.nan).astype("float64"),
             "range": launches["range"].astype(str),
             "duration_ns": pd.to_numeric(launches["duration_ns"], errors="coerce").fillna(0.0),
         }

@@ -21,7 +21,8 @@ import pandas as pd
 
 from nsdiag.model.names import function_name
 from nsdiag.model.ranks import overlaps_communication
-from nsdiag.model.signature import SignatureKey, signature_key, signature_keys
+from nsdiag.model.signature import SignatureKey, signature_codes, signature_key
+from nsdiag.model.text_codes import factorize_text
 
 # Launches of one signature more than this far apart in duration did different work (cuBLAS and
 # nvjet reuse a GEMM kernel and grid for different K): each group gets its own profiled launch.
@@ -135,6 +136,24 @@ def duration_groups(
     ]
 
 
+def _duration_labels(durations: np.ndarray, contended: np.ndarray | None) -> np.ndarray:
+    """`duration_groups` of one signature's launches, on arrays where no launch is contended
+    or every one is (a signature of thousands of launches, hundreds of signatures): the cuts
+    between sorted distinct durations, each launch's group the number of cuts at or below it."""
+    mixed = contended is not None and bool(contended.any()) and not bool(contended.all())
+    if mixed or np.isnan(durations).any():
+        return np.asarray(
+            duration_groups(
+                durations.tolist(), contended=contended.tolist() if contended is not None else None
+            )
+        )
+    order = np.unique(durations)
+    low, high = order[:-1], order[1:]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cuts = high[(low > 0) & (high / np.where(low > 0, low, 1.0) > VARIANT_RATIO)]
+    return np.searchsorted(cuts, durations, side="right")
+
+
 def _median(values: np.ndarray) -> float:
     """The median of the values that are there (as pandas' `median` skips NaN)."""
     present = values[~np.isnan(values)]
@@ -160,8 +179,10 @@ def signatures(launches: pd.DataFrame) -> list[Signature]:
     # Launches of one signature whose durations fall in separate groups are planned separately:
     # ncu reaches a later group's first launch with a higher launch count.
     parts = ["filter_name", "name", "grid", "block"]
-    key = signature_keys(keyed, exact=True, function="filter_name")
-    codes, _ = pd.factorize(key.where(keyed[parts].notna().all(axis=1)), sort=False)
+    numbers, texts = signature_codes(keyed, exact=True, function="filter_name")
+    one, _ = factorize_text(texts)  # two spellings with one key text are one signature
+    complete = keyed[parts].notna().all(axis=1).to_numpy()
+    codes = np.where(complete, one[numbers], -1) if len(numbers) else numbers
     # Column arrays indexed per group: a DataFrame groupby builds a frame per signature and per
     # duration group, which is most of the time on a step of thousands of launches.
     column = {c: keyed[c].to_numpy() for c in ("name", "function", "grid", "block", "filter_name")}
@@ -174,17 +195,14 @@ def signatures(launches: pd.DataFrame) -> list[Signature]:
         if not len(members) or codes[members[0]] < 0:  # a part of the key missing
             continue
         first = members[0]
-        labels = np.asarray(
-            duration_groups(
-                durations[members].tolist(),
-                contended=contended[members].tolist() if contended is not None else None,
-            )
+        labels = _duration_labels(
+            durations[members], contended[members] if contended is not None else None
         )
         count = int(labels.max()) + 1
-        for variant in np.unique(labels):
-            part = members[labels == variant]
+        for variant in np.unique(labels).tolist():
+            part = members[labels == variant] if count > 1 else members
             ns = float(np.nansum(durations[part]))
-            positions = tuple(int(p) for p in position[part])
+            positions = tuple(position[part].tolist())
             rows.append(
                 Signature(
                     str(column["name"][first]),

@@ -20,6 +20,11 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
+import numpy as np
+import numpy.typing as npt
+
+from nsdiag.model.text_codes import factorize_text
+
 ENV_LIBRARY_RANGES = "NSDIAG_LIBRARY_RANGES"
 
 # Domain names as the libraries create them (lower case).
@@ -99,16 +104,30 @@ def is_library_range(name: object, domain: object = "") -> bool:
     return library_of(name, domain) is not None
 
 
-def library_flags(names: Sequence[str], domains: Sequence[str]) -> list[bool]:
+def library_flags(
+    names: Sequence[str] | npt.NDArray[np.object_], domains: Sequence[str] | npt.NDArray[np.object_]
+) -> npt.NDArray[np.bool_]:
     """`is_library_range` of many ranges (names and domains as text, "" the default domain),
     each distinct pair classified once: emit_nvtx's Llama step has 290,000 ranges of 69,000
     names, and the region search asks four times."""
     setting = os.environ.get(ENV_LIBRARY_RANGES, "")
-    seen: dict[tuple[str, str], bool] = {}
-    flags = []
-    for pair in zip(names, domains, strict=True):
-        flag = seen.get(pair)
-        if flag is None:
-            flag = seen[pair] = _owner(pair[0], pair[1], setting) is not None
-        flags.append(flag)
-    return flags
+    if not len(names):
+        return np.zeros(0, dtype=bool)
+    name_codes, distinct_names = factorize_text(np.asarray(names, dtype=object))
+    domain_codes, distinct_domains = factorize_text(np.asarray(domains, dtype=object))
+    pairs, pair_of = np.unique(
+        name_codes * len(distinct_domains) + domain_codes, return_inverse=True
+    )
+    flags = np.array(
+        [
+            _owner(
+                distinct_names[p // len(distinct_domains)],
+                distinct_domains[p % len(distinct_domains)],
+                setting,
+            )
+            is not None
+            for p in pairs.tolist()
+        ],
+        dtype=bool,
+    )
+    return np.asarray(flags[pair_of.reshape(-1)], dtype=bool)

@@ -22,6 +22,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.model.meta import Rank, SessionMeta
+from nsdiag.model.text_codes import factorize_text
 
 # ncclDevKernel_AllReduce_Sum_f32_RING_LL (NCCL >= 2.19), ncclKernel_AllReduce_RING_LL_Sum_float,
 # ncclAllReduceRingLLKernel_sum_f32 (older), rccl's the same.
@@ -34,7 +35,7 @@ def is_communication(names: pd.Series | Iterable[str]) -> BoolArray:
     values = pd.Series(names, dtype=object) if not isinstance(names, pd.Series) else names
     if not len(values):
         return np.zeros(0, dtype=bool)
-    inverse, distinct = pd.factorize(values.astype(str))
+    inverse, distinct = factorize_text(values.astype(str))
     flags = np.array([bool(COMMUNICATION_KERNEL.search(n)) for n in distinct] + [False])
     return flags[inverse]
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -31,6 +30,7 @@ from nsdiag.analysis.records.code import (
     CodeSite,
 )
 from nsdiag.model.pytorch_ops import is_pytorch_kernel, operator_of
+from nsdiag.model.text_codes import factorize_text
 
 TOP_SITES = 3  # the functions a change lists, most work first
 # A function holding less of a change's work than this share is left out (noise: a warm-up
@@ -65,24 +65,49 @@ class _Work:
         return self.ctx.waits.gaps.assign(outer=outer, inner=inner)
 
     @cached_property
-    def kernel_launches(self) -> float:
-        return float((self.activities["kind"] == "kernel").sum())
+    def is_kernel(self) -> np.ndarray:
+        """Which activities are kernel launches (the others are copies)."""
+        return np.asarray(self.activities["kind"] == "kernel", dtype=bool)
 
     @cached_property
-    def columns(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[object, int]]:
-        """The activities' kind and kernel id as arrays, and their names as numbers with each
-        name's number: each change picks its activities from these (a region has 10^4-10^5
+    def is_copy(self) -> np.ndarray:
+        return np.asarray(self.activities["kind"] == "memcpy", dtype=bool)
+
+    @cached_property
+    def kernel_launches(self) -> float:
+        return float(self.is_kernel.sum())
+
+    @cached_property
+    def columns(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """The activities' kernel ids, and their names as numbers with the name of each
+        number: each change picks its activities from these (a region has 10^4-10^5
         activities and a program tens of changes)."""
         acts = self.activities
         if not len(acts):
             empty = np.array([], dtype="int64")
-            return np.array([], dtype=object), empty, empty, {}
-        codes, names = pd.factorize(acts["name"])
+            return empty, empty, []
+        codes, names = factorize_text(acts["name"])
+        return acts["kernel_id"].to_numpy(), codes, names
+
+    @cached_property
+    def name_code(self) -> dict[object, int]:
+        return {name: i for i, name in enumerate(self.columns[2])}
+
+    @cached_property
+    def functions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The functions open at each activity's launch (outer, inner) as numbers, with the
+        name of each number: a change's sites are counted on these, not on the strings."""
+        acts = self.activities
+        if not len(acts):
+            empty, none = np.array([], dtype="int64"), np.array([], dtype=object)
+            return empty, empty, none, none
+        outer, outer_names = factorize_text(acts["outer"])
+        inner, inner_names = factorize_text(acts["inner"])
         return (
-            acts["kind"].to_numpy(),
-            acts["kernel_id"].to_numpy(),
-            codes,
-            {name: i for i, name in enumerate(names.tolist())},
+            outer,
+            inner,
+            np.asarray(outer_names, dtype=object),
+            np.asarray(inner_names, dtype=object),
         )
 
     @cached_property
@@ -102,18 +127,20 @@ def attribute(changes: Sequence[Change], ctx: ProgramContext) -> tuple[Change, .
 
 
 def _code(change: Change, work: _Work) -> CodeAttribution | None:
-    acts, idle = _of_change(change, work)
-    if not len(acts) and (idle is None or not len(idle)):
+    chosen, idle = _of_change(change, work)
+    if not chosen.any() and (idle is None or not len(idle)):
         return None
     n = max(work.ctx.iterations, 1)
     per = work.ctx.iterations > 0
-    launches = float((acts["kind"] == "kernel").sum()) if len(acts) else 0.0
+    _, name_codes, names = work.columns
+    launches = float((chosen & work.is_kernel).sum())
     if not work.ranges.recorded:
         operators = tuple(
             dict.fromkeys(
-                op for name in pd.unique(acts["name"]).tolist() if (op := operator_of(str(name)))
+                op for code in pd.unique(name_codes[chosen]).tolist()
+                if (op := operator_of(str(names[code])))
             )
-        ) if len(acts) else ()  # fmt: skip
+        )  # fmt: skip
         return CodeAttribution(
             source=KERNEL_NAMES if operators else NO_CODE,
             launches=launches / n,
@@ -122,12 +149,12 @@ def _code(change: Change, work: _Work) -> CodeAttribution | None:
             operators=operators,
             note=REPROFILE if work.pytorch else "",
         )
+    outer, _, outer_names, _ = work.functions
     if idle is not None and len(idle):
         # idle time: the launches the host made in the functions it idled the GPU in
-        acts = work.activities[
-            work.activities["outer"].isin(set(pd.unique(idle["outer"]).tolist()) - {NONE})
-        ]
-    sites = _sites(acts, idle, work.ranges, n)
+        idled = set(pd.unique(idle["outer"]).tolist()) - {NONE}
+        chosen = np.isin(outer, np.flatnonzero([f in idled for f in outer_names.tolist()]))
+    sites = _sites(chosen, idle, work, n)
     if idle is not None and len(idle):
         launches = sum(site.launches for site in sites) * n
     return CodeAttribution(
@@ -139,20 +166,21 @@ def _code(change: Change, work: _Work) -> CodeAttribution | None:
     )
 
 
-def _of_change(change: Change, work: _Work) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """The activities a change is about, and the idle time it saves (None: not idle time)."""
+def _of_change(change: Change, work: _Work) -> tuple[np.ndarray, pd.DataFrame | None]:
+    """Which activities a change is about, and the idle time it saves (None: not idle
+    time)."""
     acts = work.activities
     chosen = np.zeros(len(acts), dtype=bool)
     idle_parts: list[pd.DataFrame] = []
     ids = {t.kernel_id for t in change.kernels if t.kernel_id is not None}
     names = {t.name for t in change.kernels if t.kernel_id is None}
-    kind, kernel_id, name_codes, name_code = work.columns
+    kernel_id, name_codes, _ = work.columns
     for f in change.findings:
         cause = cause_of(f.cause, "kernel" if f.kernel and not f.ranges else "program")
         if cause.work == KERNELS:
             names.update(n for n in f.named_kernels if n)
         elif cause.work == COPIES and len(acts):
-            copies = kind == "memcpy"
+            copies = work.is_copy.copy()
             if f.ranges:
                 copies &= acts["range"].isin(f.ranges).to_numpy()
             chosen |= copies
@@ -164,51 +192,71 @@ def _of_change(change: Change, work: _Work) -> tuple[pd.DataFrame, pd.DataFrame 
     if len(acts):
         chosen |= np.isin(kernel_id, list(ids)) & (kernel_id >= 0)
         if names:
-            chosen |= np.isin(name_codes, [name_code[n] for n in names if n in name_code])
+            code = work.name_code
+            chosen |= np.isin(name_codes, [code[n] for n in names if n in code])
     idle = pd.concat(idle_parts, ignore_index=True) if idle_parts else None
-    return acts[chosen], idle
+    return chosen, idle
 
 
 def _sites(
-    acts: pd.DataFrame, idle: pd.DataFrame | None, ranges: FunctionRanges, n: int
+    chosen: np.ndarray, idle: pd.DataFrame | None, work: _Work, n: int
 ) -> tuple[CodeSite, ...]:
-    """The functions holding the work, most first: by idle time saved where the change saves
-    idle time, else by launches."""
-    kernels = acts[acts["kind"] == "kernel"] if len(acts) else acts
-    counted = kernels if len(kernels) else acts  # a copy change counts its copies
-    launches = (
-        counted.groupby(["outer", "inner"]).size() if len(counted) else pd.Series(dtype=float)
-    )
-    by_idle = (
-        idle.groupby("outer")["saved"].sum() if idle is not None and len(idle) else pd.Series()
-    )
-    inner_of = (
-        idle.groupby("outer")["inner"].agg(lambda s: s.value_counts().index[0])
-        if idle is not None and len(idle)
-        else pd.Series(dtype=object)
-    )
-    if len(by_idle):
+    """The functions holding the chosen activities' work, most first: by idle time saved where
+    the change saves idle time, else by launches. Tens of changes each count a few functions:
+    plain Python on the counts, pandas only for the idle sums."""
+    kernels = chosen & work.is_kernel
+    counted = kernels if kernels.any() else chosen  # a copy change counts its copies
+    launches = _launches_by_site(counted, work)
+    saves_idle = idle is not None and len(idle) > 0
+    by_idle = idle.groupby("outer")["saved"].sum() if idle is not None and saves_idle else None
+    if by_idle is not None and len(by_idle):
         weights = by_idle
     else:
-        weights = launches.groupby(level=0).sum().astype(float)
+        per_function: dict[str, float] = {}
+        for (outer, _), count in launches.items():
+            per_function[outer] = per_function.get(outer, 0.0) + count
+        weights = pd.Series(per_function, dtype=float)
     total = float(weights.sum())
     sites = []
     for function, weight in weights.sort_values(ascending=False).items():
         if function == NONE or total <= 0 or weight < MIN_SITE_SHARE * total:
             continue
         fn = str(function)
-        mine = launches[launches.index.get_level_values(0) == fn] if len(launches) else launches
-        top = cast(tuple[str, str], mine.idxmax()) if len(mine) else (fn, inner_of.get(fn, NONE))
-        inner = str(top[1])
+        mine = [(inner, count) for (outer, inner), count in launches.items() if outer == fn]
+        if mine:
+            inner = str(max(mine, key=lambda site: site[1])[0])  # the first of the most
+        elif idle is not None and saves_idle and (idle["outer"] == fn).any():
+            inner = str(idle.loc[idle["outer"] == fn, "inner"].value_counts().index[0])
+        else:
+            inner = NONE
         sites.append(
             CodeSite(
                 function=fn,
                 inner=inner if inner != fn else "",
-                launches=float(mine.sum()) / n if len(mine) else 0.0,
-                host_ns=ranges.host_ns(fn) / n,
-                idle_ns=float(by_idle.get(fn, 0.0)) / n if len(by_idle) else None,
+                launches=float(sum(count for _, count in mine)) / n if mine else 0.0,
+                host_ns=work.ranges.host_ns(fn) / n,
+                idle_ns=float(by_idle.get(fn, 0.0)) / n if by_idle is not None and len(by_idle)
+                else None,
             )
-        )
+        )  # fmt: skip
         if len(sites) == TOP_SITES:
             break
     return tuple(sites)
+
+
+def _launches_by_site(counted: np.ndarray, work: _Work) -> dict[tuple[str, str], int]:
+    """The counted activities' number per (outer, inner) function, sorted by function as a
+    groupby of their columns gives it, counted on the functions' numbers."""
+    if not counted.any():
+        return {}
+    outer, inner, outer_names, inner_names = work.functions
+    outer, inner = outer[counted], inner[counted]
+    known = (outer >= 0) & (inner >= 0)  # a missing function is no site (groupby drops it)
+    width = len(inner_names)
+    pairs, count = np.unique(
+        outer[known].astype("int64") * width + inner[known], return_counts=True
+    )
+    names = zip(
+        outer_names[pairs // width].tolist(), inner_names[pairs % width].tolist(), strict=True
+    )
+    return dict(sorted(zip(names, count.tolist(), strict=True)))

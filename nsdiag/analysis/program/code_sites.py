@@ -27,7 +27,7 @@ import pandas as pd
 
 from nsdiag.analysis.records.diagnosis import KernelDiagnosis
 from nsdiag.model.intervals import enclosing
-from nsdiag.model.signature import signature_key, signature_keys
+from nsdiag.model.signature import signature_key, signature_values
 
 DOMAIN = "pytorch"  # NvtxDomainCreate's name, lower case
 NONE = ""  # no PyTorch function open
@@ -152,7 +152,7 @@ def activity_sites(
     kernel_id = np.full(len(acts), -1, dtype="int64")
     is_kernel = (acts["kind"] == "kernel").to_numpy()
     if is_kernel.any() and ids:
-        kernel_id[is_kernel] = signature_keys(acts[is_kernel]).map(ids).fillna(-1).to_numpy("int64")
+        kernel_id[is_kernel] = signature_values(acts[is_kernel], ids, -1).astype("int64")
     outer = inner = np.full(len(acts), NONE, dtype=object)
     if functions.recorded and {"process_id", "thread_id"} <= set(acts.columns):
         when = acts["api_start_ns"] if "api_start_ns" in acts else acts["start_ns"]

@@ -275,9 +275,10 @@ def fusion_candidates(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
         costs[names].append(_cost(chain, ceiling))
     findings = []
     for names, occurrences in costs.items():
-        finding = _finding(rule, params, ctx, names, occurrences, ranges[names])
-        if not (finding.impact or 0.0) < params["min_impact"]:
-            findings.append(finding)
+        saved_ns = sum(c.saved_ns for c in occurrences)
+        if (share_of(saved_ns, ctx.wall_ns) or 0.0) < params["min_impact"]:
+            continue  # too small to report: its text is not written (short names, templates)
+        findings.append(_finding(rule, params, ctx, names, occurrences, ranges[names]))
     return findings
 
 

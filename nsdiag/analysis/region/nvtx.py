@@ -50,8 +50,11 @@ def user_ranges(nvtx: pd.DataFrame) -> pd.DataFrame:
         if "domain" in nvtx
         else pd.Series("", index=nvtx.index)
     )
-    flags = library_flags(nvtx["name"].astype(str).tolist(), domains.astype(str).tolist())
-    keep = ~np.asarray(flags, dtype=bool)
+    flags = library_flags(
+        nvtx["name"].astype(str).to_numpy(dtype=object),
+        domains.astype(str).to_numpy(dtype=object),
+    )
+    keep = ~flags
     mine: pd.DataFrame = nvtx[keep]
     return mine
 

@@ -4,6 +4,7 @@ mark iteration ends a signature alone may not show), for programs without NVTX r
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import numpy.typing as npt
@@ -145,13 +146,29 @@ def sequence_iterations(
         return None
     ends = pd.to_numeric(kernels["end_ns"], errors="coerce").fillna(0).to_numpy("int64")
     ends = np.maximum(ends, launches)
-    found = []
     host_gap = np.diff(launches, prepend=launches[0]) if len(launches) else launches
-    for period in _candidate_periods(codes, least):
-        for a, b in _periodic_stretches(codes, period, least):
-            iterations = _cut(launches, ends, period, a, b, host_gap)
-            if len(iterations) >= least:
-                found.append((sum(i.wall_ns for i in iterations), period, iterations))
+    stretches = [
+        (period, a, b)
+        for period in _candidate_periods(codes, least)
+        for a, b in _periodic_stretches(codes, period, least)
+    ]
+    # A stretch's iterations lie between its first launch and the launch after it: a bound on
+    # the time they cover. Cut longest-bound first, and leave uncut the stretches whose bound is
+    # under MAIN_LOOP_SHARE of the longest covered so far, which can be neither the longest nor
+    # a main loop (a step of thousands of launches has thousands of short inner stretches).
+    n = len(launches)
+    bound = [(int(launches[b]) if b < n else math.inf) - int(launches[a]) for _, a, b in stretches]
+    cut: dict[int, tuple[int, int, list[Iteration]]] = {}
+    longest = 0
+    for i in sorted(range(len(stretches)), key=lambda i: -bound[i]):
+        if bound[i] < MAIN_LOOP_SHARE * longest:
+            break  # and every one after it
+        period, a, b = stretches[i]
+        iterations = _cut(launches, ends, period, a, b, host_gap)
+        if len(iterations) >= least:
+            cut[i] = (sum(it.wall_ns for it in iterations), period, iterations)
+            longest = max(longest, cut[i][0])
+    found = [cut[i] for i in sorted(cut)]  # in the order of periods and stretches, as found
     if not found:
         return None
     longest = max(covered for covered, _, _ in found)

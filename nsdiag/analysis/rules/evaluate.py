@@ -43,7 +43,9 @@ def evaluate_rule(
     if absent:
         return Skipped(rule.id, f"missing {', '.join(absent)}")
     assert rule.condition is not None
-    filled = {**values, **{n: v for n, v in rule.defaults.items() if missing(values.get(n))}}
+    # a copy of the kernel's hundreds of values only where a default fills one in
+    defaults = {n: v for n, v in rule.defaults.items() if missing(values.get(n))}
+    filled = {**values, **defaults} if defaults else values
     held = rule.condition.holds(filled)
     if held is None:
         return Skipped(rule.id, f"missing {', '.join(rule.condition.missing(filled))}")

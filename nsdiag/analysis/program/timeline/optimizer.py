@@ -36,6 +36,7 @@ from nsdiag.analysis.program.timeline.findings import (
 )
 from nsdiag.analysis.records.findings import Evidence, Finding
 from nsdiag.analysis.rules.spec import RuleSpec
+from nsdiag.model.text_codes import factorize_text
 
 STEP = re.compile(r"^torch\.optim\.(?P<optimizer>[A-Za-z_]\w*)\.step$")
 # PyTorch's multi-tensor and fused optimizer kernels: a step already batched over parameters
@@ -168,7 +169,7 @@ def _steps(ctx: ProgramContext, params: dict[str, float]) -> Steps | None:
 def _matching(names: pd.Series, pattern: re.Pattern[str]) -> int:
     """How many of `names` `pattern` finds (str.contains), searched once per distinct name: a
     per-parameter step launches the same few kernels tens of thousands of times."""
-    codes, distinct = pd.factorize(names)
+    codes, distinct = factorize_text(names)
     hit = np.array([isinstance(n, str) and bool(pattern.search(n)) for n in distinct], dtype=bool)
     return int(hit[codes[codes >= 0]].sum())
 

@@ -166,8 +166,8 @@ class _Thread:
     starts: npt.NDArray[np.int64]
     ends: npt.NDArray[np.int64]
     kind: npt.NDArray[np.int64]  # index into CATEGORIES (launch, alloc or wait)
-    first_name: npt.NDArray[np.object_]
-    last_name: npt.NDArray[np.object_]
+    first_name: npt.NDArray[np.int64]  # the calls' name numbers (_Names.codes)
+    last_name: npt.NDArray[np.int64]
     # a copy starts within COPY_SOON_NS of this interval's start (PyTorch checks the stream's
     # capture state, allocates, then copies: the copy is a call or two later)
     copy_soon: npt.NDArray[np.bool_]
@@ -190,7 +190,7 @@ class _Names:
 
 
 def _threads(api: pd.DataFrame, calls: _Names) -> dict[int, _Thread]:
-    names = calls.values
+    names = calls.codes
     kind = np.full(len(api), CATEGORIES.index("launch"), dtype="int64")
     kind[calls.test(lambda u: u.str.contains(ALLOC_PATTERN, regex=True))] = CATEGORIES.index(
         "alloc"
@@ -287,7 +287,7 @@ def _host_shares(
                     }
                 )
             )
-    stretches = _stretches(stretch_rows)
+    stretches = _stretches(stretch_rows, names)
     counts /= SAMPLES  # in place: the shares
     return counts, stretches
 
@@ -332,9 +332,11 @@ def _single_run(
     return cat, (run_first == run_last) & (cat != cpu)
 
 
-def _stretches(rows: list[pd.DataFrame]) -> pd.DataFrame:
+def _stretches(rows: list[pd.DataFrame], names: _Names) -> pd.DataFrame:
     """The CPU stretches, one row each (the idle time sampled inside it summed), most idle time
-    first; `after_copy`: a copy follows within COPY_SOON_NS (the host prepared input)."""
+    first; `after_copy`: a copy follows within COPY_SOON_NS (the host prepared input). The rows
+    name the calls before and after by number: grouped on numbers, not on the strings (a long
+    recording samples hundreds of thousands of CPU moments), and named after."""
     if not rows:
         return _no_stretches()
     keys = ["process_id", "thread_id", "start_ns", "end_ns", "before", "after", "after_copy"]
@@ -343,6 +345,9 @@ def _stretches(rows: list[pd.DataFrame]) -> pd.DataFrame:
         .groupby(keys, as_index=False)
         .agg(idle_ns=("idle_ns", "sum"))
     )
+    distinct = names.distinct.to_numpy(dtype=object)
+    for side in ("before", "after"):
+        frame[side] = pd.Series(distinct[frame[side].to_numpy()], index=frame.index, dtype="str")
     return frame.sort_values(by="idle_ns", ascending=False).reset_index(drop=True)
 
 
