@@ -5,25 +5,28 @@ from __future__ import annotations
 
 import sys
 import threading
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+
+if TYPE_CHECKING:  # rich.progress is imported where a bar is drawn: explain rarely draws one
+    from rich.progress import Progress, TaskID
 
 
 class RichProgress:
     """nsdiag.collect.options.Progress on a rich progress bar; program output scrolls above it."""
 
     def __init__(self, console: Console) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         self.console = console
         self.bar = Progress(
             TextColumn("{task.description}"),
@@ -80,20 +83,14 @@ class Steps:
         self.console = console or Console(stderr=True, force_terminal=self.enabled)
         self.enabled = self.enabled and not self.console.is_dumb_terminal
         self.delay = delay
-        self.bar = Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            TimeElapsedColumn(),
-            console=self.console,
-            transient=True,
-        )
+        self.bar: Progress | None = _spinner(self.console) if self.enabled else None
         self.task: TaskID | None = None
         self.lock = threading.Lock()
         self.timer: threading.Timer | None = None
         self.shown = False
 
     def __enter__(self) -> Steps:
-        if self.enabled:
+        if self.enabled and self.bar is not None:
             self.task = self.bar.add_task("starting", total=None)
             self.timer = threading.Timer(self.delay, self._show)
             self.timer.daemon = True
@@ -104,21 +101,33 @@ class Steps:
         if self.timer is not None:
             self.timer.cancel()
         with self.lock:
-            if self.shown:
+            if self.shown and self.bar is not None:
                 self.bar.stop()
             self.shown = False
             self.enabled = False
 
     def _show(self) -> None:
         with self.lock:
-            if self.enabled and not self.shown:
+            if self.enabled and not self.shown and self.bar is not None:
                 self.bar.start()
                 self.shown = True
 
     def step(self, description: str) -> None:
         """The step now running ("reading 2 inputs", "analysing", "writing the HTML report")."""
-        if self.task is not None:
+        if self.task is not None and self.bar is not None:
             self.bar.update(self.task, description=escape(description))
+
+
+def _spinner(console: Console) -> Progress:
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 def _stderr_is_terminal() -> bool:

@@ -149,7 +149,7 @@ def _duration_labels(durations: np.ndarray, contended: np.ndarray | None) -> np.
         )
     order = np.unique(durations)
     low, high = order[:-1], order[1:]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):  # a ratio past float range is still a cut, as in Python
         cuts = high[(low > 0) & (high / np.where(low > 0, low, 1.0) > VARIANT_RATIO)]
     return np.searchsorted(cuts, durations, side="right")
 

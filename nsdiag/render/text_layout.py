@@ -151,11 +151,17 @@ def _shortened(
     rows with an ellipsis after it (`whole_sentence`: a sentence end may take a row more);
     never a cut that leaves less than half the room used; None where no boundary does."""
     room = lines * (width - len(prefix))
+    # a row holds at most width - len(prefix) characters of the text and the space it breaks
+    # at: a head longer than `allowed` such rows needs more, and is not wrapped to find out (a
+    # long message has dozens of cuts, and wrapping each cost most of the terminal view)
+    per_row = width - len(prefix) + 1
     for boundary in (_SENTENCE, _CLAUSE):
         allowed = lines + (1 if whole_sentence and boundary is _SENTENCE else 0)
         cuts = [m.start() for m in boundary.finditer(text) if m.start() >= room // 2]
         for cut in reversed(cuts):
             head = text[:cut].rstrip(" ,;:") + " " + ELLIPSIS
+            if per_row > 1 and len(head) > allowed * per_row:
+                continue
             rows = textwrap.wrap(
                 head,
                 width=width,

@@ -162,8 +162,18 @@ def _add_stalls(k: pd.DataFrame) -> None:
         return
     total = k[stalls].sum(axis=1, min_count=1)
     k["stall_total"] = total
-    for name in stalls:
-        k[name.replace("stall_", "stall_share_", 1)] = _ratio(k[name], total)
+    share_names = [name.replace("stall_", "stall_share_", 1) for name in stalls]
+    if all(isinstance(k[n].dtype, np.dtype) and k[n].dtype.kind in "fiub" for n in stalls):
+        # every share at once (_ratio's arithmetic, on numpy columns): a column set at a time
+        # cost most of this
+        counts = k[stalls].to_numpy(dtype="float64")
+        den = total.where(total > 0).to_numpy(dtype="float64")[:, None]
+        with np.errstate(all="ignore"):
+            shares = pd.DataFrame(counts / den, index=k.index, columns=share_names)
+        k[share_names] = shares
+    else:
+        for name, share in zip(stalls, share_names, strict=True):
+            k[share] = _ratio(k[name], total)
     # 'not_selected' means a warp was ready but another issued: plenty of warps, not a
     # reason the kernel waits, so it never names the top stall.
     shares = k[

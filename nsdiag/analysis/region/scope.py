@@ -21,6 +21,7 @@ from nsdiag.model.launches import kernel_launches
 from nsdiag.model.matching import timeline_weights
 from nsdiag.model.session import Session
 from nsdiag.model.signature import signature_key, signature_keys
+from nsdiag.model.text_codes import factorize_text
 
 TIMELINE_WEIGHTS = (
     "timeline_launches",
@@ -105,6 +106,31 @@ def _shaped_like(kernels: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
         )
     ]
     shapes, functions = {(k.grid, k.block) for k in keys}, {k.function for k in keys}
+    # decided per distinct name, function and shape, then read per launch by number
+    name, names = factorize_text(launches["name"])
+    function, function_names = factorize_text(launches["function"])
+    grid, grids = factorize_text(launches["grid"])
+    block, blocks = factorize_text(launches["block"])
+    if min(name.min(), function.min(), grid.min(), block.min()) < 0:  # a missing value
+        return _shaped_like_rows(launches, shapes, functions)
+    named = np.array(
+        [signature_key(str(n), "", "").function in functions for n in names], dtype=bool
+    )
+    of_function = np.array([f in functions for f in function_names], dtype=bool)
+    named[np.unique(name[of_function[function]])] = True
+    shape, pairs = np.unique(grid * len(blocks) + block, return_inverse=True)
+    known = np.array(
+        [(grids[p // len(blocks)], blocks[p % len(blocks)]) in shapes for p in shape.tolist()],
+        dtype=bool,
+    )
+    keep = named[name] & known[pairs.reshape(-1)]
+    return launches if keep.all() else launches[keep].reset_index(drop=True)
+
+
+def _shaped_like_rows(
+    launches: pd.DataFrame, shapes: set[tuple[str, str]], functions: set[str]
+) -> pd.DataFrame:
+    """`_shaped_like` launch by launch, where a name, function, grid or block is missing."""
     names = launches["name"].tolist()
     named = {n for n in set(names) if signature_key(str(n), "", "").function in functions}
     named.update(
