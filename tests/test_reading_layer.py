@@ -154,6 +154,7 @@ def _read_and_diagnose(path: Path) -> None:
 )
 # found by CI: a cell of 3.9e305 made a weighted mean infinite, and int(inf) raised
 @example(edits=[(0, 91, "3.8611973520773574e+305")], drop_units=False, cut=None, quoting=1)
+@example(edits=[(0, 254, "1e308")], drop_units=False, cut=None, quoting=1)  # an infinite share
 def test_raw_export_with_random_cells(
     tmp_path: Path,
     edits: list[tuple[int, int, str]],

@@ -281,13 +281,18 @@ def _ceiling_share(values: Mapping[str, Any]) -> str:
     pct = number(values.get("dram_pct_of_ceiling"))
     if pct is None:
         return "n/a"
-    return "at" if round(pct) > 100 else f"{pct:.0f}% of"
+    return "at" if _above_ceiling(pct) else f"{pct:.0f}% of"
+
+
+def _above_ceiling(pct: float) -> bool:
+    """Whether a share of the ceiling prints above 100% (a corrupt cell's infinity too)."""
+    return pct > 100 if not math.isfinite(pct) else round(pct) > 100
 
 
 def _ceiling_note(values: Mapping[str, Any]) -> str:
     """After the ceiling's source: how far above it a kernel reads, and why that can be."""
     pct = number(values.get("dram_pct_of_ceiling"))
-    if pct is None or round(pct) <= 100:
+    if pct is None or not _above_ceiling(pct):
         return ""
     return (
         f"; this kernel reads {pct:.0f}% of it: the ceiling is a sustained figure measured on a"
