@@ -23,7 +23,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-from nsdiag.model.text_codes import factorize_text
+from nsdiag.model.text_codes import distinct_pairs, factorize_text
 
 ENV_LIBRARY_RANGES = "NSDIAG_LIBRARY_RANGES"
 
@@ -115,19 +115,12 @@ def library_flags(
         return np.zeros(0, dtype=bool)
     name_codes, distinct_names = factorize_text(np.asarray(names, dtype=object))
     domain_codes, distinct_domains = factorize_text(np.asarray(domains, dtype=object))
-    pairs, pair_of = np.unique(
-        name_codes * len(distinct_domains) + domain_codes, return_inverse=True
-    )
+    firsts, seconds, pair_of, _ = distinct_pairs(name_codes, domain_codes)
     flags = np.array(
         [
-            _owner(
-                distinct_names[p // len(distinct_domains)],
-                distinct_domains[p % len(distinct_domains)],
-                setting,
-            )
-            is not None
-            for p in pairs.tolist()
+            _owner(distinct_names[n], distinct_domains[d], setting) is not None
+            for n, d in zip(firsts.tolist(), seconds.tolist(), strict=True)
         ],
         dtype=bool,
     )
-    return np.asarray(flags[pair_of.reshape(-1)], dtype=bool)
+    return np.asarray(flags[pair_of], dtype=bool)

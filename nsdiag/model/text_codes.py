@@ -51,3 +51,16 @@ def factorize_text(
 def _missing(value: Any) -> bool:
     found = pd.isna(value)
     return bool(found) if isinstance(found, bool | np.bool_) else False
+
+
+def distinct_pairs(
+    first: IntArray, second: IntArray
+) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """The distinct (first, second) pairs of two columns' numbers (none negative), sorted: each
+    pair's first and second number, each row's pair and each pair's rows. Two columns are
+    numbered once as one, instead of hashing tuples row by row."""
+    width = int(second.max()) + 1 if len(second) else 1
+    pairs, row, count = np.unique(
+        first.astype(np.int64) * width + second, return_inverse=True, return_counts=True
+    )
+    return pairs // width, pairs % width, row.reshape(-1).astype(np.int64), count.astype(np.int64)

@@ -30,7 +30,7 @@ from nsdiag.analysis.records.code import (
     CodeSite,
 )
 from nsdiag.model.pytorch_ops import is_pytorch_kernel, operator_of
-from nsdiag.model.text_codes import factorize_text
+from nsdiag.model.text_codes import distinct_pairs, factorize_text
 
 TOP_SITES = 3  # the functions a change lists, most work first
 # A function holding less of a change's work than this share is left out (noise: a warm-up
@@ -252,11 +252,6 @@ def _launches_by_site(counted: np.ndarray, work: _Work) -> dict[tuple[str, str],
     outer, inner, outer_names, inner_names = work.functions
     outer, inner = outer[counted], inner[counted]
     known = (outer >= 0) & (inner >= 0)  # a missing function is no site (groupby drops it)
-    width = len(inner_names)
-    pairs, count = np.unique(
-        outer[known].astype("int64") * width + inner[known], return_counts=True
-    )
-    names = zip(
-        outer_names[pairs // width].tolist(), inner_names[pairs % width].tolist(), strict=True
-    )
+    firsts, seconds, _, count = distinct_pairs(outer[known], inner[known])
+    names = zip(outer_names[firsts].tolist(), inner_names[seconds].tolist(), strict=True)
     return dict(sorted(zip(names, count.tolist(), strict=True)))

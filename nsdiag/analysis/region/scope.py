@@ -21,7 +21,7 @@ from nsdiag.model.launches import kernel_launches
 from nsdiag.model.matching import timeline_weights
 from nsdiag.model.session import Session
 from nsdiag.model.signature import signature_key, signature_keys
-from nsdiag.model.text_codes import factorize_text
+from nsdiag.model.text_codes import distinct_pairs, factorize_text
 
 TIMELINE_WEIGHTS = (
     "timeline_launches",
@@ -118,12 +118,15 @@ def _shaped_like(kernels: pd.DataFrame, launches: pd.DataFrame) -> pd.DataFrame:
     )
     of_function = np.array([f in functions for f in function_names], dtype=bool)
     named[np.unique(name[of_function[function]])] = True
-    shape, pairs = np.unique(grid * len(blocks) + block, return_inverse=True)
+    of_grid, of_block, shape, _ = distinct_pairs(grid, block)
     known = np.array(
-        [(grids[p // len(blocks)], blocks[p % len(blocks)]) in shapes for p in shape.tolist()],
+        [
+            (grids[g], blocks[b]) in shapes
+            for g, b in zip(of_grid.tolist(), of_block.tolist(), strict=True)
+        ],
         dtype=bool,
     )
-    keep = named[name] & known[pairs.reshape(-1)]
+    keep = named[name] & known[shape]
     return launches if keep.all() else launches[keep].reset_index(drop=True)
 
 
