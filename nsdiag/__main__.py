@@ -1,4 +1,4 @@
-from nsdiag.cli import main
+from nsdiag.cli.entry import run
 
 if __name__ == "__main__":
-    main()
+    run()

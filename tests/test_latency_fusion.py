@@ -4,8 +4,10 @@ made only for the steps of a chain (a BERT timeline has 68,766 steps and 9,198 i
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+import operator
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,19 +24,24 @@ DATA = Path(__file__).parent / "data"
 
 
 def _calls(name: str, monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
-    """What the fusion analysis passed to `chains` and got back, diagnosing a recording."""
+    """What the fusion analysis passed to `_chain_bounds` and got back, diagnosing a
+    recording, with the chains (`chains`) of that sequence."""
     seen: list[tuple[Any, ...]] = []
-    real = fusion.chains
+    real = fusion._chain_bounds
 
     def spy(sequence: pd.DataFrame, params: Mapping[str, float], claimed: Any = None) -> Any:
-        found = real(sequence, params, claimed)
-        seen.append((sequence, params, claimed, found))
-        return found
+        bounds = real(sequence, params, claimed)
+        seen.append((sequence, params, claimed, bounds))
+        return bounds
 
-    monkeypatch.setattr(fusion, "chains", spy)
+    monkeypatch.setattr(fusion, "_chain_bounds", spy)
     diagnose(nsdiag.load([str(DATA / name)]))
+    monkeypatch.setattr(fusion, "_chain_bounds", real)
     assert seen
-    return seen
+    return [
+        (seq, params, claimed, fusion.chains(seq, params, claimed), bounds)
+        for seq, params, claimed, bounds in seen
+    ]
 
 
 def _by_definition(
@@ -133,15 +140,91 @@ def _key(step: Any) -> tuple[Any, ...]:
     ],
 )
 def test_chains_are_the_definitions(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    for sequence, params, claimed, found in _calls(name, monkeypatch):
+    for sequence, params, claimed, found, _ in _calls(name, monkeypatch):
         got = [[_key(step) for step in chain] for chain in found]
         assert got == _by_definition(sequence, params, claimed)
         assert got
 
 
+def _cost(chain: list[fusion.FusionStep], ceiling: float) -> fusion.ChainCost:
+    """One chain's cost as the module's docstring defines it, step by step, added left to
+    right."""
+
+    def total(values: list[float]) -> float:
+        return functools.reduce(operator.add, values)
+
+    time_ns = total([step.duration_ns for step in chain])
+    if not all(step.has_bytes for step in chain):
+        longest = max(step.duration_ns for step in chain)
+        return fusion.ChainCost(time_ns, np.nan, np.nan, time_ns - longest, np.nan, True)
+    moved = total([step.read_bytes + step.write_bytes for step in chain])
+    intermediate = total([min(a.write_bytes, b.read_bytes) for a, b in itertools.pairwise(chain)])
+    remaining = max(moved - 2 * intermediate, 0.0)
+    stream_bw = max(max(step.best_bytes_per_s for step in chain), ceiling)
+    fused_ns = remaining / stream_bw * 1e9 if stream_bw > 0 else time_ns
+    saved = max(time_ns - fused_ns, 0.0)
+    return fusion.ChainCost(time_ns, moved, intermediate, saved, stream_bw, False)
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "diff_demo/naive",  # ncu bytes: every cost from bytes
+        "programs/verify/lm_train",  # ncu bytes, chains of many steps
+        "third_party/llama_eager.sqlite.gz",  # no ncu data: costs from names
+        "programs/infer_cnn",  # 912 chains
+    ],
+)
+@pytest.mark.parametrize("ceiling", [0.0, 3.2e12])
+def test_chain_costs_at_once_are_each_chains_cost(
+    name: str, ceiling: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every chain's cost found at once on arrays (what the analysis reports) is its cost
+    step by step, to the last bit."""
+    checked = 0
+    for _, _, _, found, bounds in _calls(name, monkeypatch):
+        if bounds is None:
+            continue
+        costs = fusion._chain_costs(*bounds, ceiling)
+        assert len(found) == len(costs.saved_ns)
+        for number, chain in enumerate(found):
+            want, got = _cost(chain, ceiling), costs.of(number)
+            assert want.by_names == got.by_names
+            assert all(
+                _same(getattr(want, f), getattr(got, f))
+                for f in ("time_ns", "moved_bytes", "intermediate_bytes", "saved_ns")
+            ), (number, want, got)
+            checked += 1
+    assert checked >= 10
+
+
+def test_long_and_short_chains_add_left_to_right() -> None:
+    """Sums of chains longer than SHORT_CHAIN and shorter, against a left-to-right loop; the
+    values are chosen so that another order of adding gives another last bit."""
+    rng = np.random.default_rng(7)
+    values = rng.lognormal(10, 4, 5000)
+    lengths = [2, 3, fusion.SHORT_CHAIN, fusion.SHORT_CHAIN + 1, 900, 7, 2]
+    first = np.cumsum([0, *lengths[:-1]]) + np.arange(len(lengths))  # one step between chains
+    stop = first + np.asarray(lengths)
+    got = fusion._in_order(values, first, stop)
+    for i, (a, b) in enumerate(zip(first, stop, strict=True)):
+        assert got[i] == functools.reduce(operator.add, values[a:b].tolist())
+    # numpy's reduction adds in another order: the test tells the two apart
+    assert any(
+        np.add.reduce(values[a:b]) != got[i]
+        for i, (a, b) in enumerate(zip(first, stop, strict=True))
+    )
+
+
 def test_objects_only_for_the_steps_of_chains(monkeypatch: pytest.MonkeyPatch) -> None:
     """BERT served under a CUDA graph: 68,766 steps, a FusionStep each before issue 30's fix
-    (1.1 s of its 2.8 s explain); now one per step of a chain."""
+    (1.1 s of its 2.8 s explain); then one per step of a chain; now none in the diagnosis
+    (issue 39: the chains' costs are found on arrays), and `chains` (the chains as objects)
+    makes one per step of a chain."""
     made = itertools.count()
     real = fusion.FusionStep
 
@@ -150,7 +233,8 @@ def test_objects_only_for_the_steps_of_chains(monkeypatch: pytest.MonkeyPatch) -
         return real(*args, **kwargs)
 
     monkeypatch.setattr(fusion, "FusionStep", counted)
-    [(sequence, _, _, found)] = _calls("third_party/bert_serve_graph.sqlite.gz", monkeypatch)
+    [(sequence, _, _, found, _)] = _calls("third_party/bert_serve_graph.sqlite.gz", monkeypatch)
     in_chains = sum(len(chain) for chain in found)
     assert len(sequence) > 80_000 and in_chains > 5_000
+    # the diagnosis made none (costs on arrays), `chains` one per step of a chain
     assert next(made) == in_chains

@@ -45,7 +45,7 @@ def test_wheel_contains_rules_templates_and_kernels(wheel: Path) -> None:
     assert "nsdiag/cli/__init__.py" in names and "nsdiag/__main__.py" in names
     assert "nsdiag/docs/diagnosis.md" in names  # the cause table `nsdiag mcp` serves
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "nsdiag = nsdiag.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "nsdiag = nsdiag.cli:run" in zipfile.ZipFile(wheel).read(entry_points).decode()
 
 
 def test_installed_wheel_finds_its_data(wheel: Path, tmp_path: Path) -> None:

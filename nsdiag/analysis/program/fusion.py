@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -37,6 +37,7 @@ from nsdiag.analysis.records.findings import Evidence, Finding, FusionChain, sha
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model import quantities
 from nsdiag.model.names import short_names
+from nsdiag.model.text_codes import factorize_text
 
 _TENSOR_IDLE_PCT = 5.0  # an operation whose tensor pipe is busier runs real matrix math
 ELEMENTWISE = frozenset({"elementwise"})
@@ -82,8 +83,8 @@ _HEAVY = ("compute", "launch")  # verdicts of kernels that are not what this rul
 @dataclass(frozen=True)
 class _Steps:
     """Every step (a run of one kernel, back to back on its stream) of the launch sequence as
-    arrays, found at once: a timeline holds tens of thousands of steps, and only the few in a
-    chain become FusionStep objects."""
+    arrays, found at once: a timeline holds tens of thousands of steps, and the diagnosis
+    makes no object of any (`chains` makes FusionSteps of those in a chain)."""
 
     # The launches are taken stream by stream (the first seen first), in launch order.
     starts: npt.NDArray[np.int64]  # each step's first launch
@@ -219,16 +220,15 @@ def _links(steps: _Steps, params: Mapping[str, float]) -> npt.NDArray[np.bool_]:
     return fusable[:-1] & fusable[1:] & ~steps.starts_segment[1:] & linked
 
 
-def chains(
+def _chain_bounds(
     sequence: pd.DataFrame,
     params: Mapping[str, float],
     claimed: npt.NDArray[np.bool_] | None = None,
-) -> list[list[FusionStep]]:
-    """The chains of the launch sequence, per process and stream: the longest runs of linked
-    steps, two steps or more. `params`: FUSION_CANDIDATES's, complete
-    (FUSION_CANDIDATES.params_of); `claimed`: launches left to another analysis."""
+) -> tuple[_Steps, npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """The sequence's steps and its chains' first and past-the-end steps (see `chains`); None
+    where it has no chain."""
     if not len(sequence):
-        return []
+        return None
     steps = _steps(sequence, claimed)
     edges = np.diff(np.concatenate([[0], _links(steps, params).astype(np.int8), [0]]))
     # a run of links from step `first` to step `last` - 1 chains steps first..last
@@ -241,8 +241,21 @@ def chains(
     least_dram = np.minimum.reduceat(np.append(steps.min_dram_pct, 0.0), bounds)[::2]
     kept = all_elementwise | (least_dram < params["at_roof_dram_pct"])
     first, stop = first[kept], stop[kept]
-    if not len(first):
+    return (steps, first, stop) if len(first) else None
+
+
+def chains(
+    sequence: pd.DataFrame,
+    params: Mapping[str, float],
+    claimed: npt.NDArray[np.bool_] | None = None,
+) -> list[list[FusionStep]]:
+    """The chains of the launch sequence, per process and stream: the longest runs of linked
+    steps, two steps or more. `params`: FUSION_CANDIDATES's, complete
+    (FUSION_CANDIDATES.params_of); `claimed`: launches left to another analysis."""
+    found = _chain_bounds(sequence, params, claimed)
+    if found is None:
         return []
+    steps, first, stop = found
     lengths = stop - first
     indices = np.repeat(first - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
     made = steps.chain_steps(indices)
@@ -250,36 +263,129 @@ def chains(
     return [made[a:b] for a, b in itertools.pairwise([0, *cuts, len(made)])]
 
 
-def _cost(chain: Sequence[FusionStep], ceiling: float) -> ChainCost:
-    time_ns = sum(step.duration_ns for step in chain)
-    if not all(step.has_bytes for step in chain):
-        longest = max(step.duration_ns for step in chain)
-        return ChainCost(time_ns, np.nan, np.nan, time_ns - longest, np.nan, True)
-    moved = sum(step.read_bytes + step.write_bytes for step in chain)
-    intermediate = sum(min(a.write_bytes, b.read_bytes) for a, b in itertools.pairwise(chain))
-    remaining = max(moved - 2 * intermediate, 0.0)
-    stream_bw = max(max(step.best_bytes_per_s for step in chain), ceiling)
-    fused_ns = remaining / stream_bw * 1e9 if stream_bw > 0 else time_ns
-    return ChainCost(time_ns, moved, intermediate, max(time_ns - fused_ns, 0.0), stream_bw, False)
+class _ChainCosts(NamedTuple):
+    """What one occurrence of each chain costs (ChainCost), as arrays (one value per chain)."""
+
+    time_ns: npt.NDArray[np.float64]
+    moved_bytes: npt.NDArray[np.float64]
+    intermediate_bytes: npt.NDArray[np.float64]
+    saved_ns: npt.NDArray[np.float64]
+    stream_bytes_per_s: npt.NDArray[np.float64]
+    by_names: npt.NDArray[np.bool_]
+
+    def of(self, chain: int) -> ChainCost:
+        return ChainCost(
+            float(self.time_ns[chain]),
+            float(self.moved_bytes[chain]),
+            float(self.intermediate_bytes[chain]),
+            float(self.saved_ns[chain]),
+            float(self.stream_bytes_per_s[chain]),
+            bool(self.by_names[chain]),
+        )
+
+
+SHORT_CHAIN = 64  # steps: chains this short are summed all at once, a step a round
+
+
+def _in_order(
+    values: npt.NDArray[np.float64], first: npt.NDArray[np.int64], stop: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """Each [first, stop)'s sum of `values`, added left to right, so a chain's time is the
+    same to the last bit however it is found: every short chain's k-th value in round k, a
+    long chain (a decode loop's, 30,000 steps) in a loop of its own."""
+    total = values[first].copy()
+    lengths = stop - first
+    short = lengths <= SHORT_CHAIN
+    for k in range(1, int(lengths[short].max(initial=1))):
+        live = np.flatnonzero(short & (lengths > k))
+        total[live] += values[first[live] + k]
+    for chain in np.flatnonzero(~short).tolist():
+        running = 0.0
+        for value in values[first[chain] : stop[chain]].tolist():
+            running += value
+        total[chain] = running
+    return total
+
+
+def _chain_costs(
+    steps: _Steps,
+    first: npt.NDArray[np.int64],
+    stop: npt.NDArray[np.int64],
+    ceiling: float,
+) -> _ChainCosts:
+    """What each chain (steps first..stop - 1, two or more) costs and a fused kernel would save
+    (the module's docstring says how), every chain at once: a timeline's chains hold tens of
+    thousands of steps and a few of them make a finding, so no step becomes an object."""
+
+    def over(ufunc: np.ufunc, values: npt.NDArray[Any]) -> Any:
+        """`ufunc` reduced over each chain's steps (a sentinel past the end: the pieces between
+        chains are reduced too, and dropped). For maxima and `and` only: numpy's add.reduceat
+        adds a segment's first value to the sum of the others, not left to right."""
+        bounds = np.column_stack([first, stop]).ravel()
+        return ufunc.reduceat(np.append(values, values[:1]), bounds)[::2]
+
+    time_ns = _in_order(steps.duration_ns, first, stop)
+    longest = over(np.maximum, steps.duration_ns)
+    by_names = ~over(np.logical_and, steps.has_bytes)
+    moved = _in_order(steps.read_bytes + steps.write_bytes, first, stop)
+    # each pair of neighbours in a chain passes on the smaller of what one wrote and the next read
+    handed = np.minimum(steps.write_bytes[:-1], steps.read_bytes[1:])
+    intermediate = _in_order(handed, first, stop - 1)
+    stream_bw = np.maximum(over(np.maximum, steps.best_bytes_per_s), ceiling)
+    remaining = np.maximum(moved - 2 * intermediate, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):  # chosen below where no bandwidth
+        fused_ns = np.where(stream_bw > 0, remaining / stream_bw * 1e9, time_ns)
+    saved = np.where(by_names, time_ns - longest, np.maximum(time_ns - fused_ns, 0.0))
+    nan = np.full(len(first), np.nan)
+    return _ChainCosts(
+        time_ns,
+        np.where(by_names, nan, moved),
+        np.where(by_names, nan, intermediate),
+        saved,
+        np.where(by_names, nan, stream_bw),
+        by_names,
+    )
 
 
 def fusion_candidates(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
-    ceiling = ctx.measured_dram_ceiling.bytes_per_s if ctx.measured_dram_ceiling else 0.0
     params = FUSION_CANDIDATES.params_of(rule)
-    costs: dict[tuple[str, ...], list[ChainCost]] = defaultdict(list)
-    ranges: dict[tuple[str, ...], set[str]] = defaultdict(set)
     inside, _ = ctx.attention  # eager attention's score kernels are its finding's
-    for chain in chains(ctx.launches, params, inside):
-        names = tuple(step.name for step in chain)
-        ranges[names].update(*(step.ranges for step in chain))
-        costs[names].append(_cost(chain, ceiling))
+    found = _chain_bounds(ctx.launches, params, inside)
+    if found is None:
+        return []
+    steps, first, stop = found
+    ceiling = ctx.measured_dram_ceiling.bytes_per_s if ctx.measured_dram_ceiling else 0.0
+    costs = _chain_costs(steps, first, stop, ceiling)
+    # the chains that repeat (the same operations in order) are one finding: grouped on the
+    # steps' name numbers, summed in chain order
+    code, _ = factorize_text(steps.name)
+    alike: dict[tuple[int, ...], list[int]] = defaultdict(list)
+    for chain, (a, b) in enumerate(zip(first.tolist(), stop.tolist(), strict=True)):
+        alike[tuple(code[a:b].tolist())].append(chain)
+    saved = costs.saved_ns.tolist()
     findings = []
-    for names, occurrences in costs.items():
-        saved_ns = sum(c.saved_ns for c in occurrences)
+    for members in alike.values():
+        saved_ns = sum(saved[c] for c in members)
         if (share_of(saved_ns, ctx.wall_ns) or 0.0) < params["min_impact"]:
             continue  # too small to report: its text is not written (short names, templates)
-        findings.append(_finding(rule, params, ctx, names, occurrences, ranges[names]))
+        a, b = int(first[members[0]]), int(stop[members[0]])
+        names = tuple(str(n) for n in steps.name[a:b].tolist())
+        occurrences = [costs.of(c) for c in members]
+        findings.append(
+            _finding(rule, params, ctx, names, occurrences, _ranges(steps, first, stop, members))
+        )
     return findings
+
+
+def _ranges(
+    steps: _Steps, first: npt.NDArray[np.int64], stop: npt.NDArray[np.int64], members: list[int]
+) -> set[str]:
+    """The NVTX ranges the launches of the chains `members` ran in."""
+    held: set[str] = set()
+    for chain in members:
+        a, b = int(steps.starts[first[chain]]), int(steps.ends[stop[chain] - 1])
+        held.update(str(r) for r in set(steps.ranges[a:b].tolist()))
+    return held
 
 
 def _values(
