@@ -68,8 +68,8 @@ def kernel_launches(timeline: pd.DataFrame) -> pd.DataFrame:
     when the caller set it before leaving the communication kernels out) columns."""
     if "contended" not in timeline:
         timeline = timeline.assign(contended=overlaps_communication(timeline))
-    k = timeline[timeline["kind"] == "kernel"] if "kind" in timeline else timeline
-    k = k.copy()
+    # a new frame either way (the mask makes one), whose columns are set below
+    k = timeline[timeline["kind"] == "kernel"] if "kind" in timeline else timeline.copy()
     for column in ("grid", "block"):
         k[column] = k[column].astype(str) if column in k else ""
     order = None
@@ -85,10 +85,14 @@ def kernel_launches(timeline: pd.DataFrame) -> pd.DataFrame:
         if "short_name" in k
         else pd.Series("", index=k.index)
     )
-    pairs = list(zip(short.tolist(), names.tolist(), strict=True))
-    # a timeline has 10^5 launches of 10^2 names: each name parsed once
-    parsed = {n: function_name(n) for n in {n for s, n in pairs if not s}}
-    k["function"] = [s or parsed[n] for s, n in pairs]
+    # a timeline has 10^5 launches of 10^2 names: each name without a short one parsed once
+    function = short.to_numpy(dtype=object).copy()
+    unnamed = function == ""
+    if unnamed.any():
+        bare = names.to_numpy(dtype=object)[unnamed].tolist()
+        parsed = {n: function_name(n) for n in set(bare)}
+        function[unnamed] = [parsed[n] for n in bare]
+    k["function"] = function
     k["filter_name"] = k["mangled_name"].astype(str) if name_base(k) == "mangled" else k["function"]
     k["duration_ns"] = pd.to_numeric(k["duration_ns"], errors="coerce").fillna(0.0)
     return k.reset_index(drop=True)
