@@ -220,6 +220,20 @@ def _links(steps: _Steps, params: Mapping[str, float]) -> npt.NDArray[np.bool_]:
     return fusable[:-1] & fusable[1:] & ~steps.starts_segment[1:] & linked
 
 
+def _per_chain(
+    ufunc: np.ufunc,
+    values: npt.NDArray[Any],
+    first: npt.NDArray[np.int64],
+    stop: npt.NDArray[np.int64],
+) -> Any:
+    """`ufunc` reduced over each chain's steps [first, stop), every chain at once (a sentinel
+    past the end: the pieces between chains are reduced too, and dropped). For maxima, minima
+    and logic only: numpy's add.reduceat adds a segment's first value to the sum of the others,
+    not left to right (`_in_order` adds)."""
+    bounds = np.column_stack([first, stop]).ravel()
+    return ufunc.reduceat(np.append(values, values[:1]), bounds)[::2]
+
+
 def _chain_bounds(
     sequence: pd.DataFrame,
     params: Mapping[str, float],
@@ -234,11 +248,9 @@ def _chain_bounds(
     # a run of links from step `first` to step `last` - 1 chains steps first..last
     first, stop = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) + 1
     # a byte-matched chain whose kernels all stream at the DRAM roof may be independent kernels
-    # of equal size; named elementwise operations are chains whatever their speed. Every
-    # chain at once: each one's [first, stop) reduced (a sentinel past the end)
-    bounds = np.column_stack([first, stop]).ravel()
-    all_elementwise = np.logical_and.reduceat(np.append(steps.elementwise, True), bounds)[::2]
-    least_dram = np.minimum.reduceat(np.append(steps.min_dram_pct, 0.0), bounds)[::2]
+    # of equal size; named elementwise operations are chains whatever their speed
+    all_elementwise = _per_chain(np.logical_and, steps.elementwise, first, stop)
+    least_dram = _per_chain(np.minimum, steps.min_dram_pct, first, stop)
     kept = all_elementwise | (least_dram < params["at_roof_dram_pct"])
     first, stop = first[kept], stop[kept]
     return (steps, first, stop) if len(first) else None
@@ -317,21 +329,14 @@ def _chain_costs(
     (the module's docstring says how), every chain at once: a timeline's chains hold tens of
     thousands of steps and a few of them make a finding, so no step becomes an object."""
 
-    def over(ufunc: np.ufunc, values: npt.NDArray[Any]) -> Any:
-        """`ufunc` reduced over each chain's steps (a sentinel past the end: the pieces between
-        chains are reduced too, and dropped). For maxima and `and` only: numpy's add.reduceat
-        adds a segment's first value to the sum of the others, not left to right."""
-        bounds = np.column_stack([first, stop]).ravel()
-        return ufunc.reduceat(np.append(values, values[:1]), bounds)[::2]
-
     time_ns = _in_order(steps.duration_ns, first, stop)
-    longest = over(np.maximum, steps.duration_ns)
-    by_names = ~over(np.logical_and, steps.has_bytes)
+    longest = _per_chain(np.maximum, steps.duration_ns, first, stop)
+    by_names = ~_per_chain(np.logical_and, steps.has_bytes, first, stop)
     moved = _in_order(steps.read_bytes + steps.write_bytes, first, stop)
     # each pair of neighbours in a chain passes on the smaller of what one wrote and the next read
     handed = np.minimum(steps.write_bytes[:-1], steps.read_bytes[1:])
     intermediate = _in_order(handed, first, stop - 1)
-    stream_bw = np.maximum(over(np.maximum, steps.best_bytes_per_s), ceiling)
+    stream_bw = np.maximum(_per_chain(np.maximum, steps.best_bytes_per_s, first, stop), ceiling)
     remaining = np.maximum(moved - 2 * intermediate, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):  # chosen below where no bandwidth
         fused_ns = np.where(stream_bw > 0, remaining / stream_bw * 1e9, time_ns)
