@@ -18,13 +18,16 @@ as 12.4 ms per step of host stalls on the late rank.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.records.region import Window
 from nsdiag.model.ranks import rank_of
+from nsdiag.model.text_codes import factorize_text
 
 STALL_NS = 1_000_000.0  # a host gap this long on the launching threads is a stall, not overhead
 SAMPLED_OTHERS = 15  # other ranks whose stalls give the median (evenly spaced; 256 ranks: 16 read)
@@ -43,7 +46,8 @@ def host_stalls(
         api_calls = api_calls[np.isin(rank_of(api_calls), list(only))]
     ranks = rank_of(api_calls)
     thread = ranks * (1 << 32) + api_calls["thread_id"].to_numpy("int64")
-    launches = api_calls["name"].astype(str).str.contains("Launch", regex=False).to_numpy()
+    codes, names = factorize_text(api_calls["name"].astype(str))  # each distinct name once
+    launches = np.array([*("Launch" in n for n in names), False], dtype=bool)[codes]
     starts = api_calls["start_ns"].to_numpy("float64")
     ends = api_calls["end_ns"].to_numpy("float64")
     edges = np.array([w[0] for w in windows], dtype="float64")
@@ -51,14 +55,8 @@ def host_stalls(
     closes = np.array([w[1] for w in windows], dtype="float64")
     keep = np.isin(thread, thread[launches]) & (window >= 0)
     keep &= ends <= closes[np.clip(window, 0, None)]
-    calls = pd.DataFrame(
-        {"rank": ranks[keep], "window": window[keep], "start": starts[keep], "end": ends[keep]}
-    ).sort_values(["rank", "window", "start"], kind="stable")
-    group = calls.groupby(["rank", "window"], sort=False)
-    reach = group["end"].cummax().shift(1)  # how far the earlier calls of its group reach
-    first = group.cumcount() == 0
-    gap = (calls["start"] - reach).where(~first, 0.0)
-    stalls = calls.assign(gap=gap)[gap >= STALL_NS]
+    rank, gap = _gaps(ranks[keep], window[keep], starts[keep], ends[keep])
+    stalls = pd.DataFrame({"rank": rank, "gap": gap})[gap >= STALL_NS]
     found = {int(r): (0.0, 0.0) for r in np.unique(ranks[keep])}
     summary = stalls.groupby("rank")["gap"].agg(["sum", "max"])
     for rank, total, longest in zip(
@@ -66,6 +64,28 @@ def host_stalls(
     ):
         found[int(rank)] = (float(total), float(longest))
     return found
+
+
+def _gaps(
+    ranks: npt.NDArray[np.int64],
+    windows: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.float64],
+    ends: npt.NDArray[np.float64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """The calls in order of rank, window and start, each call's rank and the gap before it:
+    from the farthest end of the earlier calls of its rank and window (0 for the first)."""
+    order = np.lexsort((starts, windows, ranks))  # stable, as sort_values(kind="stable")
+    ranks, windows, starts, ends = ranks[order], windows[order], starts[order], ends[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (ranks[1:] != ranks[:-1]) | (windows[1:] != windows[:-1])
+    reach = ends.copy()  # the running maximum of each group's ends (the caller kept none missing)
+    bounds = [*np.flatnonzero(first).tolist(), len(order)]
+    for a, b in itertools.pairwise(bounds):
+        np.maximum.accumulate(ends[a:b], out=reach[a:b])
+    gap = np.zeros(len(order), dtype="float64")
+    gap[1:] = starts[1:] - reach[:-1]
+    gap[first] = 0.0
+    return ranks, gap
 
 
 def longer_ranges(

@@ -32,6 +32,7 @@ from nsdiag.analysis.records.region import Region, Window
 from nsdiag.model.intervals import union_ns
 from nsdiag.model.ranks import is_communication, rank_of, session_ranks
 from nsdiag.model.session import Session
+from nsdiag.model.text_codes import factorize_text
 
 FloatArray = npt.NDArray[np.float64]
 CONSISTENT_SHARE = 0.75  # of all delays, caused by one rank: it is the straggler
@@ -179,46 +180,78 @@ def _collective_waits(
     none = pd.DataFrame({"rank": [], "start_ns": [], "end_ns": []})
     if not len(comm):
         return none, {}, {}, 0
-    frame = pd.DataFrame(
-        {
-            "rank": rank_of(comm),
-            "name": comm["name"].astype(str).to_numpy(),
-            "start": comm["start_ns"].to_numpy("float64"),
-            "end": comm["end_ns"].to_numpy("float64"),
-        }
-    ).sort_values(["rank", "start"], kind="stable")
-    frame["k"] = frame.groupby(["rank", "name"]).cumcount()
-    starts = frame.pivot_table(index=["name", "k"], columns="rank", values="start", aggfunc="first")
-    ends = frame.pivot_table(index=["name", "k"], columns="rank", values="end", aggfunc="first")
-    shared = (starts.notna().sum(axis=1) >= 2).to_numpy()
-    first = starts.min(axis=1).to_numpy()
+    starts, ends, ranks = _by_collective(
+        rank_of(comm),
+        comm["name"].astype(str).to_numpy(),
+        comm["start_ns"].to_numpy("float64"),
+        comm["end_ns"].to_numpy("float64"),
+    )
+    shared = (~np.isnan(starts)).sum(axis=1) >= 2
+    first = np.nanmin(starts, axis=1)  # every collective has a rank's launch
     inside = np.zeros(len(starts), dtype=bool)
     for w_start, w_end in windows:
         inside |= (first >= w_start) & (first < w_end)
     starts, ends = starts[shared], ends[shared]
     if not len(starts):
         return none, {}, {}, 0
-    ready = starts.max(axis=1)
-    wait_end = np.minimum(ends.to_numpy(), ready.to_numpy()[:, None])
-    rows = np.nonzero(np.nan_to_num(wait_end - starts.to_numpy(), nan=0.0) > 0)
+    ready = np.nanmax(starts, axis=1)
+    wait_end = np.minimum(ends, ready[:, None])
+    rows = np.nonzero(np.nan_to_num(wait_end - starts, nan=0.0) > 0)
     waits = pd.DataFrame(
         {
-            "rank": starts.columns.to_numpy()[rows[1]].astype("int64"),
-            "start_ns": starts.to_numpy()[rows],
+            "rank": ranks[rows[1]].astype("int64"),
+            "start_ns": starts[rows],
             "end_ns": wait_end[rows],
         }
     )
     delay, last_at = _delays(starts[inside[shared]])
-    ranks = starts.columns.to_numpy("int64").tolist()
-    caused = dict(zip(ranks, delay.tolist(), strict=True))
-    lasts = dict(zip(ranks, last_at.tolist(), strict=True))
+    caused = dict(zip(ranks.tolist(), delay.tolist(), strict=True))
+    lasts = dict(zip(ranks.tolist(), last_at.tolist(), strict=True))
     return waits, caused, lasts, int(inside[shared].sum())
 
 
-def _delays(starts: pd.DataFrame) -> tuple[FloatArray, npt.NDArray[np.int64]]:
-    """Per rank (the frame's columns), summed over collectives: how long after every other rank
-    it arrived (0 where it was not the last), and at how many collectives it arrived last."""
-    values = starts.to_numpy("float64")
+def _by_collective(
+    ranks: npt.NDArray[np.int64],
+    names: npt.NDArray[np.object_],
+    starts: npt.NDArray[np.float64],
+    ends: npt.NDArray[np.float64],
+) -> tuple[FloatArray, FloatArray, npt.NDArray[np.int64]]:
+    """The communication kernels' starts and ends, one row per collective (by name, then k:
+    the k-th launch of a name on each rank, in order of start) and one column per rank (in
+    order; NaN where a rank did not launch it), and the ranks."""
+    name, distinct = factorize_text(names)
+    order = np.lexsort((starts, ranks))  # by rank, then start; stable
+    order = order[name[order] >= 0]  # a launch without a name is no collective
+    ranks, name, starts, ends = ranks[order], name[order], starts[order], ends[order]
+    column_of, column = np.unique(ranks, return_inverse=True)
+    k = _occurrence(column.astype("int64") * max(len(distinct), 1) + name)
+    # names in sorted order (as a groupby sorts them), then k
+    place = np.empty(len(distinct), dtype="int64")
+    place[np.argsort(np.array(distinct, dtype=object), kind="stable")] = np.arange(len(distinct))
+    _, row = np.unique(place[name] * (int(k.max()) + 1) + k, return_inverse=True)
+    shape = (int(row.max()) + 1, len(column_of))
+    by_start, by_end = np.full(shape, np.nan), np.full(shape, np.nan)
+    by_start[row, column], by_end[row, column] = starts, ends
+    return by_start, by_end, column_of.astype("int64")
+
+
+def _occurrence(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Per element: how many earlier elements have its key (groupby(...).cumcount())."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    n = len(keys)
+    first = np.ones(n, dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    since = np.arange(n) - np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    out = np.empty(n, dtype="int64")
+    out[order] = since
+    return out
+
+
+def _delays(values: FloatArray) -> tuple[FloatArray, npt.NDArray[np.int64]]:
+    """Per rank (the columns), summed over collectives (the rows): how long after every other
+    rank it arrived (0 where it was not the last), and at how many collectives it arrived
+    last."""
     filled = np.where(np.isnan(values), -np.inf, values)
     last = np.argmax(filled, axis=1)
     ordered = np.sort(filled, axis=1)

@@ -271,22 +271,8 @@ def _host_shares(
         cpu = ~inside & long_stretch & (i >= 0) & (i + 1 < len(thread.starts))
         r, k = np.nonzero(cpu)
         if len(r):
-            # one row per (stretch, gap) sample group, built with array operations: a long
-            # recording samples hundreds of thousands of CPU moments
-            stretch_rows.append(
-                pd.DataFrame(
-                    {
-                        "process_id": pids[rows[r]],
-                        "thread_id": int(tid),
-                        "start_ns": prev_end[r, k],
-                        "end_ns": next_start[r, k],
-                        "idle_ns": idle[rows[r]] / SAMPLES,
-                        "before": thread.last_name[i[r, k]],
-                        "after": thread.first_name[nxt[r, k]],
-                        "after_copy": thread.copy_soon[nxt[r, k]],
-                    }
-                )
-            )
+            samples = (pids[rows[r]], int(tid), i[r, k], idle[rows[r]])
+            stretch_rows.append(_thread_stretches(*samples, thread))
     stretches = _stretches(stretch_rows, names)
     counts /= SAMPLES  # in place: the shares
     return counts, stretches
@@ -330,6 +316,42 @@ def _single_run(
     run_last = np.searchsorted(changes, last, side="right")
     cat = run_category[run_first]
     return cat, (run_first == run_last) & (cat != cpu)
+
+
+def _thread_stretches(
+    pids: npt.NDArray[np.int64],
+    tid: int,
+    at: npt.NDArray[np.int64],
+    gap_idle: npt.NDArray[np.float64],
+    thread: _Thread,
+) -> pd.DataFrame:
+    """A thread's CPU samples (`at`: the call before each; `gap_idle`: its gap's idle time),
+    one row per process and stretch with the idle time its samples stand for summed. The
+    call before a sample names its stretch (the stretch runs from that call's end to the next
+    call's start), so the samples are summed per call, not per row of seven keys (a long
+    recording samples hundreds of thousands of CPU moments); each group's samples are summed
+    in their order, as the groupby of _stretches sums them."""
+    if len(pids) and pids.min() == pids.max():  # one process (np.unique sorts every sample)
+        processes, process = pids[:1], np.zeros(len(pids), dtype="int64")
+    else:
+        processes, process = np.unique(pids, return_inverse=True)
+    span = len(thread.starts) + 1
+    key = process.astype("int64") * span + at
+    idle = pd.Series(gap_idle / SAMPLES).groupby(key, sort=True).sum()
+    found = idle.index.to_numpy("int64")
+    at = found % span
+    return pd.DataFrame(
+        {
+            "process_id": processes[found // span],
+            "thread_id": tid,
+            "start_ns": thread.ends[at],
+            "end_ns": thread.starts[at + 1],
+            "idle_ns": idle.to_numpy("float64"),
+            "before": thread.last_name[at],
+            "after": thread.first_name[at + 1],
+            "after_copy": thread.copy_soon[at + 1],
+        }
+    )
 
 
 def _stretches(rows: list[pd.DataFrame], names: _Names) -> pd.DataFrame:
