@@ -64,6 +64,7 @@ durations = st.lists(
 @given(durations, st.one_of(st.none(), st.just("none"), st.just("all"), st.just("some")))
 @example([10.0, 11.0, 28.0, 10.5, 27.0], None)
 @example([10.0, 30.0, 31.0, 90.0], "some")
+@example([10.0, 40.0, 10.5, 11.0, 900.0], "some")  # one uncontended group: all join it
 @example([0.0, 5.0, 0.0, 8.0], None)
 def test_duration_labels_are_duration_groups(values: list[float], slowed: str | None) -> None:
     flags = None

@@ -35,6 +35,7 @@ from nsdiag.model.ranks import is_communication
 from nsdiag.model.session import Session
 from nsdiag.model.signature import signature_key, signature_values
 from nsdiag.model.tables import records
+from nsdiag.model.text_codes import factorize_text
 
 
 def diagnose(
@@ -150,7 +151,8 @@ def _convolutions(ctx: ProgramContext, kernels: Sequence[KernelDiagnosis]) -> bo
         if ctx.session.has_timeline() and "kind" in ctx.session.timeline
         else pd.Series([k.demangled or k.name for k in kernels], dtype=object)
     )
-    return any((parse_kernel_name(str(n)).kind or "").startswith("conv") for n in pd.unique(names))
+    _, distinct = factorize_text(names)  # long template names: hashed once, not by pandas
+    return any((parse_kernel_name(str(n)).kind or "").startswith("conv") for n in distinct)
 
 
 def _computation(kernels: pd.DataFrame) -> pd.DataFrame:

@@ -141,21 +141,34 @@ def duration_groups(
 
 
 def _duration_labels(durations: np.ndarray, contended: np.ndarray | None) -> np.ndarray:
-    """`duration_groups` of one signature's launches, on arrays where no launch is contended
-    or every one is (a signature of thousands of launches, hundreds of signatures): the cuts
-    between sorted distinct durations, each launch's group the number of cuts at or below it."""
+    """`duration_groups` of one signature's launches, on arrays (a signature of thousands of
+    launches, hundreds of signatures): the cuts between sorted distinct durations of the
+    uncontended launches, each launch's group the number of cuts at or below it; a contended
+    launch joins the one group where there is one (a DDP step overlaps most kernels with a
+    collective), else `duration_groups` finds the nearest."""
     mixed = contended is not None and bool(contended.any()) and not bool(contended.all())
-    if mixed or np.isnan(durations).any():
-        return np.asarray(
-            duration_groups(
-                durations.tolist(), contended=contended.tolist() if contended is not None else None
-            )
-        )
-    order = np.unique(durations)
+    if np.isnan(durations).any():
+        return _duration_groups(durations, contended)
+    order = np.unique(durations[~contended] if mixed and contended is not None else durations)
     low, high = order[:-1], order[1:]
     with np.errstate(all="ignore"):  # a ratio past float range is still a cut, as in Python
         cuts = high[(low > 0) & (high / np.where(low > 0, low, 1.0) > VARIANT_RATIO)]
-    return np.searchsorted(cuts, durations, side="right")
+    labels = np.searchsorted(cuts, durations, side="right")
+    if not mixed or contended is None:
+        return labels
+    groups = np.unique(labels[~contended])
+    if len(groups) > 1:
+        return _duration_groups(durations, contended)
+    labels[contended] = groups[0]
+    return labels
+
+
+def _duration_groups(durations: np.ndarray, contended: np.ndarray | None) -> np.ndarray:
+    return np.asarray(
+        duration_groups(
+            durations.tolist(), contended=contended.tolist() if contended is not None else None
+        )
+    )
 
 
 def _median(values: np.ndarray) -> float:

@@ -7,9 +7,11 @@ show and a condition never reads): a column added here is listed there.
 
 from __future__ import annotations
 
-from typing import cast
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.kernel.tensor import add_tensor_flops
@@ -38,46 +40,103 @@ BOUNDED_PCT = (
 )
 
 
-def _col(frame: pd.DataFrame, name: str) -> pd.Series:
-    return frame[name] if name in frame else pd.Series(np.nan, index=frame.index)
+FloatArray = npt.NDArray[np.float64]
 
 
-def _sum(frame: pd.DataFrame, *terms: tuple[float, str]) -> pd.Series:
+class _Columns:
+    """The launches' columns as float64 arrays (read as `pd.to_numeric(errors="coerce")`, NaN
+    where a column is missing) and the derived ones, kept here as they are computed and written
+    to the frame in order by `flush`: on tens of rows, a pandas operation and a column insert
+    each cost more than the arithmetic (add_derived took 25 ms on 64 launches)."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self.frame = frame
+        self.added: dict[str, npt.NDArray[Any]] = {}
+        self._read: dict[str, FloatArray] = {}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.added or name in self.frame
+
+    def __getitem__(self, name: str) -> FloatArray:
+        if name in self.added:
+            return self.added[name]
+        if name not in self._read:
+            self._read[name] = (
+                pd.to_numeric(self.frame[name], errors="coerce").to_numpy(dtype="float64")
+                if name in self.frame
+                else np.full(len(self.frame), np.nan)
+            )
+        return self._read[name]
+
+    def __setitem__(self, name: str, values: npt.NDArray[Any]) -> None:
+        self.added[name] = values  # a column set twice keeps its first place, as in a frame
+
+    def flush(self) -> pd.DataFrame:
+        """The frame with the added columns: those it had replaced in place, the others after
+        its own in the order they were first set (where `frame[name] = ...` would put them)."""
+        frame, index = self.frame, self.frame.index
+        fresh = {}
+        for name, values in self.added.items():
+            # objects stay objects (pandas would make a column of strings `str`)
+            column = (
+                pd.Series(values, index=index, dtype=object) if values.dtype == object else values
+            )
+            if name in frame:
+                frame[name] = column
+            else:
+                fresh[name] = column
+        if fresh:
+            frame = pd.concat([frame, pd.DataFrame(fresh, index=index)], axis=1)
+        self.frame, self.added, self._read = frame, {}, {}
+        return frame
+
+
+def _sum(k: _Columns, *terms: tuple[float, str]) -> FloatArray:
     """Weighted sum of columns; NaN only when every term is missing."""
-    # on arrays: a frame built per sum cost more than the sums (a few terms, tens of rows)
-    total = np.full(len(frame), np.nan)
+    total = np.full(len(k.frame), np.nan)
     for weight, name in terms:
-        if name in frame:
-            term = weight * pd.to_numeric(frame[name], errors="coerce").to_numpy(dtype="float64")
+        if name in k:
+            term = weight * k[name]
             total = np.where(np.isnan(total), term, np.where(np.isnan(term), total, total + term))
-    return pd.Series(total, index=frame.index)
+    return total
 
 
-def _ratio(num: pd.Series, den: pd.Series) -> pd.Series:
-    return num / den.where(den > 0)
+def _ratio(num: FloatArray, den: FloatArray) -> FloatArray:
+    return num / np.where(den > 0, den, np.nan)
+
+
+def _fill(values: FloatArray, missing: FloatArray) -> FloatArray:
+    """`values` with its NaN taken from `missing` (Series.fillna)."""
+    return np.where(np.isnan(values), missing, values)
+
+
+def _clip(values: FloatArray, low: float, high: float) -> FloatArray:
+    """Series.clip: NaN stays NaN, and so does the sign of a zero at the bound."""
+    return np.where(values < low, low, np.where(values > high, high, values))
 
 
 def add_derived(kernels: pd.DataFrame) -> pd.DataFrame:
     """Return a copy of `kernels` with derived columns added."""
-    k = kernels.copy()
-    _bound(k)
-    _add_flops(k)
-    _add_memory(k)
-    _add_stalls(k)
-    _add_occupancy(k)
-    return k
+    k = _Columns(kernels.copy())
+    with np.errstate(all="ignore"):  # NaN and inf follow the arithmetic, as pandas lets them
+        _bound(k)
+        _add_flops(k)
+        _add_memory(k)
+        _add_stalls(k)
+        _add_occupancy(k)
+    return k.flush()
 
 
-def _bound(k: pd.DataFrame) -> None:
+def _bound(k: _Columns) -> None:
     """Each BOUNDED_PCT column held to [0, 100]."""
     for name in BOUNDED_PCT:
         if name in k:
-            k[name] = pd.to_numeric(k[name], errors="coerce").clip(0.0, 100.0)
+            k[name] = _clip(k[name], 0.0, 100.0)
 
 
-def _add_flops(k: pd.DataFrame) -> None:
+def _add_flops(k: _Columns) -> None:
     """Counts where the report has them; else ncu's roofline inputs: per-cycle rates x cycles."""
-    cycles = _col(k, "sm_cycles_per_second") * _col(k, "duration_ns") * 1e-9
+    cycles = k["sm_cycles_per_second"] * k["duration_ns"] * 1e-9
     for precision, (add, mul, fma) in {
         "fp32": ("fadd", "fmul", "ffma"),
         "fp64": ("dadd", "dmul", "dfma"),
@@ -96,38 +155,38 @@ def _add_flops(k: pd.DataFrame) -> None:
             (scale, f"{mul}_per_cycle"),
             (2 * scale, f"{fma}_per_cycle"),
         )
-        k[f"flop_{precision}"] = counted.fillna(rates * cycles)
+        k[f"flop_{precision}"] = _fill(counted, rates * cycles)
     add_tensor_flops(k)  # flop_tensor and flop_tensor_<precision>
     k["flop_total"] = _sum(
         k, (1, "flop_fp32"), (1, "flop_fp64"), (1, "flop_fp16"), (1, "flop_tensor")
     )
 
 
-def _add_memory(k: pd.DataFrame) -> None:
-    k["dram_bytes"] = _col(k, "dram_bytes").fillna(
-        _sum(k, (1, "dram_read_bytes"), (1, "dram_write_bytes"))
+def _add_memory(k: _Columns) -> None:
+    k["dram_bytes"] = _fill(
+        k["dram_bytes"], _sum(k, (1, "dram_read_bytes"), (1, "dram_write_bytes"))
     )
-    k["l2_bytes"] = 32 * _col(k, "l2_sectors")
+    k["l2_bytes"] = 32 * k["l2_sectors"]
     k["global_load_sectors_per_request"] = _ratio(
-        _col(k, "global_load_sectors"), _col(k, "global_load_requests")
+        k["global_load_sectors"], k["global_load_requests"]
     )
     k["global_store_sectors_per_request"] = _ratio(
-        _col(k, "global_store_sectors"), _col(k, "global_store_requests")
+        k["global_store_sectors"], k["global_store_requests"]
     )
     _add_access(k)
-    missed = 1 - _col(k, "l1_hit_rate_pct") / 100
+    missed = 1 - k["l1_hit_rate_pct"] / 100
     global_sectors = _sum(k, (1, "global_load_sectors"), (1, "global_store_sectors"))
     for side in ("load", "store"):
-        useful = _col(k, f"global_{side}_bytes_per_sector")
-        waste = ((1 - useful / 32) * missed).where(useful > 0, 0.0)  # 0: no plain accesses
-        k[f"global_{side}_waste"] = waste.where(useful.notna())
-        k[f"global_{side}_sector_share"] = _ratio(_col(k, f"global_{side}_sectors"), global_sectors)
+        useful = k[f"global_{side}_bytes_per_sector"]
+        waste = np.where(useful > 0, (1 - useful / 32) * missed, 0.0)  # 0: no plain accesses
+        k[f"global_{side}_waste"] = np.where(np.isnan(useful), np.nan, waste)
+        k[f"global_{side}_sector_share"] = _ratio(k[f"global_{side}_sectors"], global_sectors)
     wavefronts = _sum(k, (1, "shared_load_wavefronts"), (1, "shared_store_wavefronts"))
     conflicts = _sum(k, (1, "shared_load_bank_conflicts"), (1, "shared_store_bank_conflicts"))
     requests = _sum(k, (1, "shared_load_requests"), (1, "shared_store_requests"))
     # No shared-memory traffic means no conflicts (0), not an unknown.
-    k["shared_bank_conflict_pct"] = (
-        (100 * _ratio(conflicts, wavefronts)).clip(0.0, 100.0).where(~(wavefronts == 0), 0.0)
+    k["shared_bank_conflict_pct"] = np.where(
+        wavefronts == 0, 0.0, _clip(100 * _ratio(conflicts, wavefronts), 0.0, 100.0)
     )
     k["shared_ways"] = _ratio(wavefronts, requests)
     k["local_sectors"] = _sum(k, (1, "local_load_sectors"), (1, "local_store_sectors"))
@@ -139,71 +198,87 @@ def _add_memory(k: pd.DataFrame) -> None:
 WARP_LANES = 32
 
 
-def _add_access(k: pd.DataFrame) -> None:
+def _add_access(k: _Columns) -> None:
     """Access width and useful bytes per side, from ncu's sector counters."""
     widths, useful_bytes = [], []
     for side in ("load", "store"):
-        useful = _col(k, f"global_{side}_bytes_per_sector")
-        width = _col(k, f"global_{side}_sectors_per_request") * useful / WARP_LANES
+        useful = k[f"global_{side}_bytes_per_sector"]
+        width = k[f"global_{side}_sectors_per_request"] * useful / WARP_LANES
         k[f"global_{side}_access_bytes"] = width
         # A side with no plain accesses (0 useful bytes: TMA or cp.async loads) has no width.
-        widths.append(width.where(useful > 0))
-        useful_bytes.append(_col(k, f"global_{side}_sectors") * useful)
-    k["global_access_bytes"] = pd.concat(widths, axis=1).max(axis=1)
-    k["global_useful_bytes"] = pd.concat(useful_bytes, axis=1).sum(axis=1, min_count=1)
+        widths.append(np.where(useful > 0, width, np.nan))
+        useful_bytes.append(k[f"global_{side}_sectors"] * useful)
+    k["global_access_bytes"] = np.fmax(*widths)  # the wider; NaN where both are
+    load, store = useful_bytes
+    both = np.where(np.isnan(load), 0.0, load) + np.where(np.isnan(store), 0.0, store)
+    k["global_useful_bytes"] = np.where(np.isnan(load) & np.isnan(store), np.nan, both)
 
 
-def _add_stalls(k: pd.DataFrame) -> None:
+def _add_stalls(k: _Columns) -> None:
+    n = len(k.frame)
     stalls = [f"stall_{r}" for r in STALL_REASONS if f"stall_{r}" in k and r != "selected"]
     if not stalls:
-        k["stall_total"] = np.nan
-        k["top_stall_share"] = np.nan
-        k["top_stall"] = None
+        k["stall_total"] = np.full(n, np.nan)
+        k["top_stall_share"] = np.full(n, np.nan)
+        k["top_stall"] = np.full(n, None, dtype=object)
         return
-    total = k[stalls].sum(axis=1, min_count=1)
+    # summed by pandas, as before: the order it adds twenty columns in is its own
+    total = k.frame[stalls].sum(axis=1, min_count=1).to_numpy(dtype="float64")
     k["stall_total"] = total
-    share_names = [name.replace("stall_", "stall_share_", 1) for name in stalls]
-    if all(isinstance(k[n].dtype, np.dtype) and k[n].dtype.kind in "fiub" for n in stalls):
-        # every share at once (_ratio's arithmetic, on numpy columns): a column set at a time
-        # cost most of this
-        counts = k[stalls].to_numpy(dtype="float64")
-        den = total.where(total > 0).to_numpy(dtype="float64")[:, None]
-        with np.errstate(all="ignore"):
-            shares = pd.DataFrame(counts / den, index=k.index, columns=share_names)
-        k[share_names] = shares
-    else:
-        for name, share in zip(stalls, share_names, strict=True):
-            k[share] = _ratio(k[name], total)
+    counts = np.column_stack([k[name] for name in stalls])
+    shares = counts / np.where(total > 0, total, np.nan)[:, None]
+    for j, name in enumerate(stalls):
+        k[name.replace("stall_", "stall_share_", 1)] = shares[:, j]
     # 'not_selected' means a warp was ready but another issued: plenty of warps, not a
     # reason the kernel waits, so it never names the top stall.
-    shares = k[
-        [s.replace("stall_", "stall_share_", 1) for s in stalls if s != "stall_not_selected"]
-    ]
-    k["top_stall_share"] = shares.max(axis=1)
+    ranked = [j for j, name in enumerate(stalls) if name != "stall_not_selected"]
+    candidates = shares[:, ranked]
+    known = _has_value(candidates)
+    k["top_stall_share"] = _row_extreme(candidates, known, np.nanmax)
     # Launches without stall metrics (another input's, a cut-short report) have no top stall.
-    known = shares.notna().any(axis=1)
-    top = pd.Series(None, index=k.index, dtype=object)
+    top = np.full(n, None, dtype=object)
     if known.any():
-        top[known] = cast("pd.Series[str]", shares[known].idxmax(axis=1)).str.replace(
-            "stall_share_", "", regex=False
-        )
+        first = np.nanargmax(candidates[known], axis=1)  # the first of equal shares, as idxmax
+        top[known] = [stalls[ranked[j]].removeprefix("stall_") for j in first.tolist()]
     k["top_stall"] = top
 
 
-def _add_occupancy(k: pd.DataFrame) -> None:
+def _has_value(values: FloatArray) -> npt.NDArray[np.bool_]:
+    """Per row: any value not NaN (False for a table without columns)."""
+    return (
+        np.asarray(~np.isnan(values).all(axis=1), dtype=bool)
+        if values.shape[1]
+        else (np.zeros(len(values), dtype=bool))
+    )
+
+
+def _row_extreme(
+    values: FloatArray, known: npt.NDArray[np.bool_], extreme: Callable[..., FloatArray]
+) -> FloatArray:
+    """Each row's nanmax or nanmin, NaN where the row has no value."""
+    out = np.full(len(values), np.nan)
+    if known.any():
+        out[known] = extreme(values[known], axis=1)
+    return out
+
+
+def _add_occupancy(k: _Columns) -> None:
+    n = len(k.frame)
     limits = [c for c in _OCCUPANCY_LIMITS if c in k]
-    k["occupancy_limit_min"] = k[limits].min(axis=1) if limits else np.nan
+    values = np.column_stack([k[c] for c in limits]) if limits else np.full((n, 0), np.nan)
+    known = _has_value(values)
+    fewest = _row_extreme(values, known, np.nanmin)
+    k["occupancy_limit_min"] = fewest
     # Per launch, before signatures average them: an exact 2.0 stays 2.0 (a mean of equal
     # values can come out at 2.0000000000000004, whose ceiling is 3).
-    per_sm = k["occupancy_limit_min"].where(k["occupancy_limit_min"] > 0)
-    waves = (_col(k, "grid_size") / (_col(k, "sm_count") * per_sm)).fillna(_col(k, "waves_per_sm"))
+    per_sm = np.where(fewest > 0, fewest, np.nan)
+    waves = _fill(k["grid_size"] / (k["sm_count"] * per_sm), k["waves_per_sm"])
     k["waves"] = waves
     full = np.ceil(waves)
-    k["wave_tail"] = ((full - waves) / full).where(waves > 0)
-    known = k[limits].notna().any(axis=1) if limits else pd.Series(False, index=k.index)
-    if known.any():  # a launch whose report lacks every limit has no limiter (not an error)
-        fewest = cast("pd.Series[str]", k.loc[known, limits].idxmin(axis=1))
-        limiter = fewest.str.replace("occupancy_limit_", "", regex=False)
-        k["occupancy_limiter"] = limiter.reindex(k.index).astype(object).where(known, None)
-    else:
-        k["occupancy_limiter"] = None
+    k["wave_tail"] = np.where(waves > 0, (full - waves) / full, np.nan)
+    # a launch whose report lacks every limit has no limiter (not an error)
+    limiter = np.full(n, None, dtype=object)
+    if known.any():
+        first = np.nanargmin(values[known], axis=1)  # the first of equal limits, as idxmin
+        limiter[known] = [limits[j].removeprefix("occupancy_limit_") for j in first.tolist()]
+    k["occupancy_limiter"] = limiter

@@ -17,15 +17,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from nsdiag.model.catalogue import TENSOR_OPS_PRECISIONS
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.tensor_peaks import dense_ops_per_sm_per_clock, parse_cc
 from nsdiag.model.values import number
 
-if TYPE_CHECKING:  # imported where a table is read: the rule loader imports this module
-    import pandas as pd
+if TYPE_CHECKING:  # numpy only where a table is read: the rule loader imports this module
+    import numpy as np
+    import numpy.typing as npt
 
 #: A tensor pipe busier than this, in a report without tensor-op counts, marks a tensor-core
 #: kernel. Not lower: special_function_heavy_good (tests/data/calib) shows the pipe 6.6% busy
@@ -49,7 +50,16 @@ TENSOR_DERIVED: dict[str, str] = {
 }
 
 
-def add_tensor_flops(k: pd.DataFrame) -> None:
+class Columns(Protocol):
+    """A launch table's columns as float64 arrays (analysis/kernel/derived.py's `_Columns`:
+    NaN where a column is missing), to which columns are added."""
+
+    def __contains__(self, name: str) -> bool: ...
+    def __getitem__(self, name: str) -> npt.NDArray[np.float64]: ...
+    def __setitem__(self, name: str, values: npt.NDArray[np.float64]) -> None: ...
+
+
+def add_tensor_flops(k: Columns) -> None:
     """Per launch: `flop_tensor_<precision>` from the per-precision counts, `flop_tensor`, their
     sum (the per-instruction paths' `tensor_ops` where a report lacks the sums), and the rates.
 
@@ -57,26 +67,27 @@ def add_tensor_flops(k: pd.DataFrame) -> None:
     time-weighted rate: a GEMM launched with several K under one grid does different work per
     launch, and its mean operations over its mean duration would overstate it (2.5x the roof
     for an nvjet GEMM of tests/data/profile/duration-groups)."""
-    import pandas as pd
+    import numpy as np
 
+    total = None  # the counts summed left to right, NaN only where every one is missing
     for p in TENSOR_OPS_PRECISIONS:
-        k[f"flop_tensor_{p}"] = k.get(f"tensor_ops_{p}", math.nan)
-    per_precision = k[[f"flop_tensor_{p}" for p in TENSOR_OPS_PRECISIONS]]
-    total = per_precision.sum(axis=1, min_count=1)
-    paths = k["tensor_ops"] if "tensor_ops" in k else pd.Series(math.nan, index=k.index)
-    k["flop_tensor"] = total.fillna(paths)
-    seconds = _column(k, "duration_ns") * 1e-9
-    clock = _column(k, "sm_cycles_per_second").fillna(_column(k, "sm_frequency_hz"))
-    sm_cycles = (_column(k, "sm_count") * clock * seconds).where(lambda c: c > 0)
+        ops = k[f"tensor_ops_{p}"]
+        k[f"flop_tensor_{p}"] = ops
+        total = (
+            ops
+            if total is None
+            else np.where(np.isnan(total), ops, np.where(np.isnan(ops), total, total + ops))
+        )
+    assert total is not None
+    k["flop_tensor"] = np.where(np.isnan(total), k["tensor_ops"], total)
+    seconds = k["duration_ns"] * 1e-9
+    hz = k["sm_cycles_per_second"]
+    clock = np.where(np.isnan(hz), k["sm_frequency_hz"], hz)
+    sm_cycles = k["sm_count"] * clock * seconds
+    sm_cycles = np.where(sm_cycles > 0, sm_cycles, np.nan)
     for p in TENSOR_OPS_PRECISIONS:
         k[f"tensor_ops_per_sm_cycle_{p}"] = k[f"flop_tensor_{p}"] / sm_cycles
-    k["tensor_flops_per_s"] = k["flop_tensor"] / seconds.where(seconds > 0)
-
-
-def _column(k: pd.DataFrame, name: str) -> pd.Series:
-    import pandas as pd
-
-    return pd.to_numeric(k[name], errors="coerce") if name in k else pd.Series(math.nan, k.index)
+    k["tensor_flops_per_s"] = k["flop_tensor"] / np.where(seconds > 0, seconds, np.nan)
 
 
 def tensor_flops(values: Mapping[str, Any]) -> dict[str, float]:
