@@ -299,6 +299,13 @@ def _matching_open(text: str, opener: str, closer: str) -> int:
 def normalized(name: str) -> str:
     """A demangled name with the spelling differences between nsys and ncu removed (namespace
     qualifiers, casts on template integers, spaces), to match a profiled kernel to its signature."""
-    text = _CAST.sub("", str(name))
+    return _normalized(str(name))
+
+
+@lru_cache(maxsize=8192)
+def _normalized(name: str) -> str:
+    """`normalized`, once per name: a change names each chain's kernels, their templated names
+    thousands of characters long, and a diagnosis asks a thousand times (idioms/optim_step)."""
+    text = _CAST.sub("", name)
     text = _QUALIFIER.sub(lambda m: m.group(1) or "", text)
     return re.sub(r"\s+", "", text)

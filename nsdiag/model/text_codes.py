@@ -29,8 +29,10 @@ def factorize_text(
     equal are one (as in pandas, where 1 and 1.0 would be one too)."""
     if not isinstance(values, pd.Series | pd.Index | np.ndarray):
         values = np.array(list(values), dtype=object)
-    head = (values.iloc[:SAMPLE] if isinstance(values, pd.Series) else values[:SAMPLE]).tolist()
-    if not any(isinstance(v, str) and len(v) >= LONG for v in head):
+    # spread over the column: a timeline's first launches may be short-named warm-up kernels
+    step = max(len(values) // SAMPLE, 1)
+    seen = (values.iloc[::step] if isinstance(values, pd.Series) else values[::step]).tolist()
+    if not any(isinstance(v, str) and len(v) >= LONG for v in seen):
         if isinstance(values, pd.Series | pd.Index) and isinstance(values.dtype, pd.StringDtype):
             values = values.to_numpy(dtype=object)  # pandas numbers str arrays 2x slower
         codes, uniques = pd.factorize(values)
