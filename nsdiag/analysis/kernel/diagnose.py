@@ -191,11 +191,21 @@ def _verdict_first(findings: tuple[Finding, ...], limiter: str | None) -> tuple[
 
 
 def _metrics(row: Mapping[str, Any]) -> dict[str, float]:
-    return {
-        str(k): float(val)
-        for k, val in row.items()
-        if isinstance(val, (int, float)) and not isinstance(val, bool) and k != "id"
-    }
+    """The row's numbers (bools and the id aside). Most values are exactly float, int, str or
+    None (records() gives native scalars): those are decided by their type alone, the rare
+    others by isinstance (a row has hundreds of values, a diagnosis hundreds of rows)."""
+    out: dict[str, float] = {}
+    for k, val in row.items():
+        kind = type(val)
+        if kind is float or kind is int:
+            number = True
+        elif kind is str or val is None or kind is bool:
+            number = False
+        else:
+            number = isinstance(val, (int, float)) and not isinstance(val, bool)
+        if number and k != "id":
+            out[str(k)] = float(val)
+    return out
 
 
 def ncu_advice_by_launch(session: Session) -> dict[int, tuple[NcuRuleResult, ...]]:

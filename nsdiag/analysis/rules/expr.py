@@ -409,13 +409,21 @@ def _compiled_bool_op(node: ast.BoolOp) -> Compiled:
     parts = [_compile(v) for v in node.values]
     decisive = isinstance(node.op, ast.Or)
 
+    # `_bool_op`'s rules; a compiled part gives a float, a bool or None, so `r != r` is
+    # is_missing (NaN), and the first operand that settles it ends the evaluation (pure)
     def bool_op(values: Mapping[str, Any]) -> Value:
-        results = [part(values) for part in parts]
-        if any(r is not None and not is_missing(r) and bool(r) == decisive for r in results):
-            return decisive
-        if any(r is None for r in results):
+        unknown = undefined = False
+        for part in parts:
+            r = part(values)
+            if r is None:
+                unknown = True
+            elif r != r:
+                undefined = True
+            elif bool(r) == decisive:
+                return decisive
+        if unknown:
             return None
-        return math.nan if any(is_missing(r) for r in results) else not decisive
+        return math.nan if undefined else not decisive
 
     return bool_op
 
@@ -425,6 +433,18 @@ def _compiled_compare(node: ast.Compare) -> Compiled:
     steps = [
         (_CMPOPS[type(op)], _compile(c)) for op, c in zip(node.ops, node.comparators, strict=True)
     ]
+    if len(steps) == 1:  # `metric OP threshold`, most of them: `compare` with one pair
+        (test, right_of) = steps[0]
+
+        def compare_one(values: Mapping[str, Any]) -> Value:
+            left, right = first(values), right_of(values)
+            if left is None or right is None:
+                return None
+            if left != left or right != right:  # NaN (a compiled part gives no other missing)
+                return math.nan
+            return bool(test(left, right))
+
+        return compare_one
 
     def compare(values: Mapping[str, Any]) -> Value:
         unknown = undefined = False
