@@ -84,11 +84,16 @@ def _work_between(syncs: pd.DataFrame, acts: pd.DataFrame) -> np.ndarray:
     """GPU busy time (sum of activity durations) that ended between each draining sync and the
     previous one on the same device: how much work each sync waited for."""
     work = np.zeros(len(syncs))
+    devices = acts["device"].to_numpy()
+    act_starts, act_ends = acts["start_ns"].to_numpy(), acts["end_ns"].to_numpy()
     for device, idx in syncs.groupby("device", sort=False).indices.items():
-        dev = acts[acts["device"] == device].sort_values("end_ns")
-        cumulative = np.concatenate([[0], np.cumsum((dev["end_ns"] - dev["start_ns"]).to_numpy())])
+        mine = devices == device
+        # by end; integer durations, so the sums are exact in any order of equal ends
+        by_end = np.argsort(act_ends[mine], kind="stable")
+        dev_ends = act_ends[mine][by_end]
+        cumulative = np.concatenate([[0], np.cumsum(dev_ends - act_starts[mine][by_end])])
         order = np.argsort(syncs["end_ns"].to_numpy()[idx], kind="stable")
         ends = syncs["end_ns"].to_numpy()[idx][order]
-        done = cumulative[np.searchsorted(dev["end_ns"].to_numpy(), ends, side="right")]
+        done = cumulative[np.searchsorted(dev_ends, ends, side="right")]
         work[idx[order]] = np.diff(np.concatenate([[0], done]))
     return work
