@@ -204,19 +204,20 @@ def short_name(full: str, max_len: int = MAX_LEN) -> str:
     return _truncate(short, max_len)
 
 
-def _template_identifiers(full: str) -> list[str]:
+@lru_cache(maxsize=4096)  # each name of a colliding group is asked once per other member
+def _template_identifiers(full: str) -> tuple[str, ...]:
     """Identifiers inside the template arguments of a name, in order."""
     protected = _strip_parameters(_protect(" ".join(str(full).split())))
     depths = _depth_scan(protected)
     inner = "".join(ch if d > 0 else " " for ch, d in zip(protected, depths, strict=True))
-    return [
+    return tuple(
         t for t in _IDENT.findall(inner) if t not in _UNINFORMATIVE and not _TEMPLATE_PARAM.match(t)
-    ]
+    )
 
 
 def _distinguishing(full: str, others: list[str]) -> str | None:
     """The last template identifier of `full` that none of `others` contains."""
-    theirs = set()
+    theirs: set[str] = set()
     for other in others:
         theirs.update(_template_identifiers(other))
     unique = [t for t in _template_identifiers(full) if t not in theirs]
