@@ -4,7 +4,9 @@ A timeline's name column holds 10^5 launches' kernel names of a few hundred char
 (templated C++ names), and a diagnosis numbers it in a dozen places. pandas' string hash table
 hashes every character of every string on each call; a dict uses the hash each string object
 keeps after its first use: 4 ms against 15 ms for 50,000 names (idioms/optim_step). On short
-text (grids, blocks, function names) pandas is faster, and numbers it.
+text (grids, blocks, function names) pandas is faster, and numbers it; so it is where every
+value is a new one (an emit_nvtx trace's 69,000 op ranges: 9 ms against 14), which hashes
+each string once either way.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pandas as pd
 
 IntArray = npt.NDArray[np.int64]
 LONG = 48  # characters: text this long, or longer, is hashed faster by the dict
-SAMPLE = 64  # values looked at to tell long text from short
+SAMPLE = 64  # values looked at to tell long, repeated text from the rest
 
 
 def factorize_text(
@@ -32,7 +34,8 @@ def factorize_text(
     # spread over the column: a timeline's first launches may be short-named warm-up kernels
     step = max(len(values) // SAMPLE, 1)
     seen = (values.iloc[::step] if isinstance(values, pd.Series) else values[::step]).tolist()
-    if not any(isinstance(v, str) and len(v) >= LONG for v in seen):
+    long = any(isinstance(v, str) and len(v) >= LONG for v in seen)
+    if not long or _mostly_new(seen):
         if isinstance(values, pd.Series | pd.Index) and isinstance(values.dtype, pd.StringDtype):
             values = values.to_numpy(dtype=object)  # pandas numbers str arrays 2x slower
         codes, uniques = pd.factorize(values)
@@ -41,13 +44,22 @@ def factorize_text(
     number = index.setdefault
     codes = np.array([number(v, len(index)) for v in values.tolist()], dtype=np.int64)
     keys = list(index)
-    gone = [_missing(k) for k in keys]
+    gone = [type(k) is not str and _missing(k) for k in keys]  # text is never missing
     if not any(gone):
         return codes, keys
     # missing values (NaN, None, NA: each NaN object its own key) are -1, the others renumbered
     renumbered = np.cumsum(np.logical_not(gone)) - 1
     renumbered[np.asarray(gone)] = -1
     return renumbered[codes].astype(np.int64), [k for k, g in zip(keys, gone, strict=True) if not g]
+
+
+def _mostly_new(sample: list[Any]) -> bool:
+    """Whether most of the sampled values differ (each kernel name recurs every iteration; an
+    op range's name carries its sequence number)."""
+    try:
+        return len(set(sample)) > len(sample) // 2
+    except TypeError:  # an unhashable value: pandas says what it makes of it
+        return True
 
 
 def _missing(value: Any) -> bool:
