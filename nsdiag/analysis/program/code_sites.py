@@ -68,7 +68,8 @@ class FunctionRanges:
         self._fill(outer, inner, pid, tid, when, np.ones(len(when), dtype=bool))
         missing = outer == NONE
         if missing.any():
-            main = np.array([self.main.get(int(p), -1) for p in pid[missing]], dtype="int64")
+            processes, of = np.unique(pid[missing], return_inverse=True)  # a few processes
+            main = np.array([self.main.get(int(p), -1) for p in processes], dtype="int64")[of]
             mtid = tid.copy()
             mtid[missing] = main
             self._fill(outer, inner, pid, mtid, when, missing)

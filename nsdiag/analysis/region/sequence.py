@@ -73,7 +73,10 @@ def _periodic_stretches(codes: IntArray, period: int, least: int) -> list[Window
     # each launch's window of `period` launches from it: a running sum, O(launches) whatever
     # the period (a convolution is O(launches x period): 96 s on a decode loop's 27,274)
     total = np.concatenate([[0.0], np.cumsum(match)])
-    window = (total[np.minimum(np.arange(n) + period, n)] - total[:n]) / period
+    ahead = np.full(n, total[n])  # total[min(i + period, n)], by slices
+    inside = max(n - period, 0)
+    ahead[:inside] = total[period : period + inside]
+    window = (ahead - total[:n]) / period
     good = np.concatenate([[False], window >= MIN_MATCH, [False]]).astype("int8")
     edges = np.flatnonzero(np.diff(good))
     stretches = []
