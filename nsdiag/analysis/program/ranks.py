@@ -53,11 +53,13 @@ def analyse_ranks(session: Session, region: Region | None) -> RankAnalysis | Non
     rows = _rows_by_rank(rank_of(gpu))
     wait_rows = _rows_by_rank(waits["rank"].to_numpy("int64"))
     none = np.zeros(0, dtype="int64")
+    starts, ends = gpu["start_ns"].to_numpy("float64"), gpu["end_ns"].to_numpy("float64")
     steps = []
     for rank in ranks:
         mine = rows.get(rank.rank, none)
-        work = _clipped(gpu.take(mine[~comm[mine]]), windows)
-        talk = _clipped(gpu.take(mine[comm[mine]]), windows)
+        computing, talking = mine[~comm[mine]], mine[comm[mine]]
+        work = _clipped_intervals(starts[computing], ends[computing], windows)
+        talk = _clipped_intervals(starts[talking], ends[talking], windows)
         wait = _clipped(waits.take(wait_rows.get(rank.rank, none)), windows)
         compute = union_ns(*work)
         busy = _union(work, talk)
@@ -157,8 +159,14 @@ def _whole(timeline: pd.DataFrame) -> tuple[Window, ...]:
 
 def _clipped(acts: pd.DataFrame, windows: tuple[Window, ...]) -> tuple[FloatArray, FloatArray]:
     """The activities' intervals cut to the windows (parts outside dropped)."""
-    starts = acts["start_ns"].to_numpy("float64")
-    ends = acts["end_ns"].to_numpy("float64")
+    return _clipped_intervals(
+        acts["start_ns"].to_numpy("float64"), acts["end_ns"].to_numpy("float64"), windows
+    )
+
+
+def _clipped_intervals(
+    starts: FloatArray, ends: FloatArray, windows: tuple[Window, ...]
+) -> tuple[FloatArray, FloatArray]:
     lo_parts, hi_parts = [], []
     for w_start, w_end in windows:
         lo, hi = np.maximum(starts, w_start), np.minimum(ends, w_end)
