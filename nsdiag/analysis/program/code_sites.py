@@ -137,6 +137,13 @@ def function_ranges(nvtx: pd.DataFrame | None) -> FunctionRanges:
     return FunctionRanges(threads, {p: t for p, (t, _) in counts.items()})
 
 
+# What activity_sites reads of the timeline.
+_ACTIVITY_COLUMNS = (
+    "kind", "name", "grid", "block", "process_id", "thread_id", "api_start_ns", "start_ns",
+    "nvtx_range",
+)  # fmt: skip
+
+
 def activity_sites(
     timeline: pd.DataFrame, kernels: Sequence[KernelDiagnosis], functions: FunctionRanges
 ) -> pd.DataFrame:
@@ -145,7 +152,9 @@ def activity_sites(
     columns = ["kind", "name", "range", "kernel_id", "outer", "inner"]
     if not len(timeline) or "kind" not in timeline:
         return pd.DataFrame(columns=columns)
-    acts = timeline[timeline["kind"].isin(["kernel", "memcpy"])].reset_index(drop=True)
+    read = [c for c in _ACTIVITY_COLUMNS if c in timeline]  # not the timeline's every column
+    acts = timeline.loc[timeline["kind"].isin(["kernel", "memcpy"]).to_numpy(), read]
+    acts = acts.reset_index(drop=True)
     ids: dict[str, int] = {}
     for k in kernels:
         for name in (k.name, k.demangled):
@@ -153,7 +162,8 @@ def activity_sites(
     kernel_id = np.full(len(acts), -1, dtype="int64")
     is_kernel = (acts["kind"] == "kernel").to_numpy()
     if is_kernel.any() and ids:
-        kernel_id[is_kernel] = signature_values(acts[is_kernel], ids, -1).astype("int64")
+        keyed = acts.loc[is_kernel, [c for c in ("name", "grid", "block") if c in acts]]
+        kernel_id[is_kernel] = signature_values(keyed, ids, -1).astype("int64")
     outer = inner = np.full(len(acts), NONE, dtype=object)
     if functions.recorded and {"process_id", "thread_id"} <= set(acts.columns):
         when = acts["api_start_ns"] if "api_start_ns" in acts else acts["start_ns"]
