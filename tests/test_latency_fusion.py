@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import nsdiag
 from nsdiag.analysis.engine import diagnose
@@ -238,3 +240,34 @@ def test_objects_only_for_the_steps_of_chains(monkeypatch: pytest.MonkeyPatch) -
     assert len(sequence) > 80_000 and in_chains > 5_000
     # the diagnosis made none (costs on arrays), `chains` one per step of a chain
     assert next(made) == in_chains
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(min_value=1, max_value=12), min_size=1, max_size=30),
+    st.lists(
+        st.one_of(
+            st.floats(min_value=-1e12, max_value=1e12, allow_nan=False),
+            st.sampled_from([0.0, -0.0, math.nan, 1e-300, 3.0, 0.1]),
+        ),
+        min_size=1,
+        max_size=400,
+    ),
+)
+@example([6], [-0.0])  # ndarray.sum of negative zeros is +0.0
+@example([3, 8, 9], [0.1, 0.2, 0.3])
+def test_step_sums_are_ndarray_sums(lengths: list[int], pool: list[float]) -> None:
+    """_sums gives each step the sum ndarray.sum gives its values (reduceat's for one or two
+    launches), to the last bit and the sign of a zero, for steps short and long."""
+    values = np.array([pool[i % len(pool)] for i in range(sum(lengths))], dtype="float64")
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype("int64")
+    ends = starts + np.asarray(lengths, dtype="int64")
+    expected = [
+        float(np.add.reduceat(values[a:b], [0])[0]) if b - a <= 2 else float(values[a:b].sum())
+        for a, b in zip(starts.tolist(), ends.tolist(), strict=True)
+    ]
+    got = fusion._sums(values, starts, ends).tolist()
+    for e, g in zip(expected, got, strict=True):
+        assert (math.isnan(e) and math.isnan(g)) or (
+            e == g and math.copysign(1, e) == math.copysign(1, g)
+        )

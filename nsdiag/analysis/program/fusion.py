@@ -193,14 +193,29 @@ def _steps(sequence: pd.DataFrame, claimed: npt.NDArray[np.bool_] | None) -> _St
     )
 
 
+PAIRWISE_FROM = 8  # ndarray.sum adds fewer values one at a time; from 8 on, in pairs
+
+
 def _sums(
     values: npt.NDArray[np.float64], starts: npt.NDArray[np.int64], ends: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.float64]:
-    """Each step's sum of `values`. np.add.reduceat adds a step's launches one at a time,
-    ndarray.sum in pairs past a few: the steps of many launches (a few per timeline) are summed
-    the second way, so a step's bytes are the same to the last bit however it was found."""
+    """Each step's sum of `values`, as ndarray.sum adds them, so a step's bytes are the same to
+    the last bit however it was found. np.add.reduceat gives that for steps of one or two
+    launches only (it adds a step's first value to the sum of the others); steps of up to
+    PAIRWISE_FROM launches (a thousand-odd per timeline) are added one launch at a time, for
+    all of them at once; the longer ones (a few) by ndarray.sum itself."""
     sums = np.add.reduceat(values, starts)
-    for i in np.flatnonzero(ends - starts > 2).tolist():
+    longer = np.flatnonzero(ends - starts > 2)
+    lengths = ends[longer] - starts[longer]
+    few = longer[lengths < PAIRWISE_FROM]
+    if len(few):
+        first, count = starts[few], ends[few] - starts[few]
+        total = 0.0 + values[first]  # from +0.0, as ndarray.sum (a step of -0.0 sums to 0.0)
+        for j in range(1, PAIRWISE_FROM - 1):
+            more = count > j
+            total[more] = total[more] + values[first[more] + j]
+        sums[few] = total
+    for i in longer[lengths >= PAIRWISE_FROM].tolist():
         sums[i] = values[starts[i] : ends[i]].sum()
     return sums
 
