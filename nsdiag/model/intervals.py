@@ -24,6 +24,8 @@ def union_ns(starts: npt.ArrayLike, ends: npt.ArrayLike) -> float:
     s_all, e_all = np.asarray(starts), np.asarray(ends)
     if len(s_all) == 0:
         return 0.0
+    if len(s_all) == 1:  # the sum below, without its arrays (asked once per iteration)
+        return float(np.clip(e_all[0] - s_all[0], 0, None))
     order = np.argsort(s_all, kind="stable")
     s, e = s_all[order], e_all[order]
     reach = np.maximum.accumulate(e)

@@ -426,10 +426,11 @@ def _iterations(
     opened_rows = gaps["opened"].to_numpy(bool)[order]
     by_device = gaps.groupby([which, gaps["device"].to_numpy()], sort=True)["idle_ns"].sum()
     least = by_device.groupby(level=0, sort=True).min()
+    least_of = dict(zip(least.index.tolist(), least.tolist(), strict=True))  # read per window
     for index, (start, end) in enumerate(windows):
         wall = float(end - start)
         lo, hi = int(bounds[index]), int(bounds[index + 1])
-        idle_min = float(least.get(index, 0.0)) if lo < hi else 0.0
+        idle_min = float(least_of.get(index, 0.0)) if lo < hi else 0.0
         busy = max(wall - idle_min, 0.0)
         first, stop = np.searchsorted(s_start, [start - longest, end], side="left")
         blocked = _union_inside(s_start[first:stop], s_end[first:stop], start, end)
