@@ -8,7 +8,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from nsdiag.analysis.changes import group_changes
@@ -33,7 +32,6 @@ from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.meta import SessionMeta
 from nsdiag.model.ranks import is_communication
 from nsdiag.model.session import Session
-from nsdiag.model.signature import signature_key, signature_values
 from nsdiag.model.tables import records
 from nsdiag.model.text_codes import factorize_text
 
@@ -125,13 +123,9 @@ def _range_times(ctx: ProgramContext, program: Sequence[Finding]) -> dict[int, d
     launches = ctx.launches
     if not len(launches):
         return {}
-    ids: dict[str, int] = {}
-    for k in ctx.kernels:
-        for name in (k.name, k.demangled):
-            ids.setdefault(signature_key(name, k.grid, k.block).text, k.id)
     frame = pd.DataFrame(
         {
-            "id": signature_values(launches, ids, np.nan).astype("float64"),
+            "id": launches["kernel_id"].to_numpy("float64"),  # the launch sequence keyed them
             "range": launches["range"].astype(str),
             "duration_ns": pd.to_numeric(launches["duration_ns"], errors="coerce").fillna(0.0),
         }

@@ -44,6 +44,7 @@ COLUMNS = (
     "bound",  # the signature's verdict, "" without ncu data
     "dram_pct",
     "tensor_pct",
+    "kernel_id",  # the profiled signature's KernelDiagnosis.id, NaN for a launch of none
 )
 
 
@@ -82,10 +83,15 @@ def _from_signature(frame: pd.DataFrame, profiled: Mapping[str, KernelDiagnosis]
             "bound": np.array(bounds, dtype=object)[where],
             "dram_pct": metric("dram_throughput_pct"),
             "tensor_pct": metric("pipe_tensor_pct"),
+            "kernel_id": _ids(found)[where],
         },
         index=frame.index,
         copy=False,  # fresh arrays
     )
+
+
+def _ids(found: Sequence[KernelDiagnosis | None]) -> npt.NDArray[np.float64]:
+    return np.array([k.id if k is not None else np.nan for k in found], dtype="float64")
 
 
 def _kinds(names: pd.Series) -> npt.NDArray[np.object_]:
@@ -167,6 +173,9 @@ def from_profiled(derived: pd.DataFrame, kernels: Sequence[KernelDiagnosis]) -> 
             "tensor_pct": col("pipe_tensor_pct"),
         }
     )
+    where, texts = signature_codes(frame)
+    profiled = _profiled(kernels)
+    frame["kernel_id"] = _ids([profiled.get(key) for key in texts])[where]
     return frame[list(COLUMNS)]
 
 
