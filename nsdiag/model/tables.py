@@ -24,13 +24,21 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     import numpy as np
     import pandas as pd
 
-    values = []
+    values: list[list[Any]] = [[] for _ in columns]
+    numbers: dict[np.dtype[Any], list[int]] = {}  # plain numpy numbers: a block per dtype
     for i, dtype in enumerate(frame.dtypes.tolist()):
+        if isinstance(dtype, np.dtype) and dtype.kind in "fiub":
+            numbers.setdefault(dtype, []).append(i)
+            continue
         column = frame.iloc[:, i]
         if isinstance(dtype, np.dtype) and dtype.kind == "O":
-            values.append([maybe_box_native(v) for v in column.tolist()])
+            values[i] = [maybe_box_native(v) for v in column.tolist()]
         elif isinstance(dtype, (np.dtype, pd.StringDtype)):
-            values.append(column.tolist())
+            values[i] = column.tolist()
         else:  # other extension types (nullable integers...): to_dict's own, rare
-            values.append([row[columns[i]] for row in frame.iloc[:, [i]].to_dict("records")])
+            values[i] = [row[columns[i]] for row in frame.iloc[:, [i]].to_dict("records")]
+    for dtype, where in numbers.items():  # the same native scalars as each column's tolist()
+        block = frame.iloc[:, where].to_numpy(dtype=dtype)
+        for i, column_values in zip(where, block.T.tolist(), strict=True):
+            values[i] = column_values
     return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
