@@ -117,7 +117,10 @@ class _Work:
         names = self.activities["name"]
         if not len(names):
             names = pd.Series([k.name for k in self.ctx.kernels], dtype=object)
-        return any(is_pytorch_kernel(str(n)) for n in pd.unique(names)[:2000])
+        codes, distinct = factorize_text(names)  # long names: not hashed by pandas
+        if (codes < 0).any():  # a missing name, which pd.unique counts among the first
+            distinct = pd.unique(names).tolist()
+        return any(is_pytorch_kernel(str(n)) for n in distinct[:2000])
 
 
 def attribute(changes: Sequence[Change], ctx: ProgramContext) -> tuple[Change, ...]:

@@ -145,23 +145,36 @@ _ACTIVITY_COLUMNS = (
 
 
 def activity_sites(
-    timeline: pd.DataFrame, kernels: Sequence[KernelDiagnosis], functions: FunctionRanges
+    timeline: pd.DataFrame,
+    kernels: Sequence[KernelDiagnosis],
+    functions: FunctionRanges,
+    launches: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """The region's kernels and copies (kind, name, range, kernel_id: the profiled signature's
-    id or -1) with the functions open at their launch (outer, inner)."""
+    id or -1) with the functions open at their launch (outer, inner). `launches`: the
+    timeline's launch sequence (launch_sequence.py), whose launches are keyed already."""
     columns = ["kind", "name", "range", "kernel_id", "outer", "inner"]
     if not len(timeline) or "kind" not in timeline:
         return pd.DataFrame(columns=columns)
     read = [c for c in _ACTIVITY_COLUMNS if c in timeline]  # not the timeline's every column
-    acts = timeline.loc[timeline["kind"].isin(["kernel", "memcpy"]).to_numpy(), read]
-    acts = acts.reset_index(drop=True)
+    chosen = timeline["kind"].isin(["kernel", "memcpy"]).to_numpy()
+    acts = timeline.loc[chosen, read].reset_index(drop=True)
     ids: dict[str, int] = {}
     for k in kernels:
         for name in (k.name, k.demangled):
             ids.setdefault(signature_key(name, k.grid, k.block).text, k.id)
     kernel_id = np.full(len(acts), -1, dtype="int64")
     is_kernel = (acts["kind"] == "kernel").to_numpy()
-    if is_kernel.any() and ids:
+    if is_kernel.any() and ids and _keyed(launches, len(timeline)):
+        assert launches is not None
+        # the same key texts, from the same cells: the sequence's id of each timeline row
+        by_row = np.full(len(timeline), -1, dtype="int64")
+        found = launches["kernel_id"].to_numpy("float64")
+        by_row[launches["timeline_row"].to_numpy("int64")] = np.where(
+            np.isnan(found), -1, found
+        ).astype("int64")
+        kernel_id[is_kernel] = by_row[np.flatnonzero(chosen)[is_kernel]]
+    elif is_kernel.any() and ids:
         keyed = acts.loc[is_kernel, [c for c in ("name", "grid", "block") if c in acts]]
         kernel_id[is_kernel] = signature_values(keyed, ids, -1).astype("int64")
     outer = inner = np.full(len(acts), NONE, dtype=object)
@@ -187,6 +200,14 @@ def activity_sites(
             "inner": inner,
         }
     )
+
+
+def _keyed(launches: pd.DataFrame | None, rows: int) -> bool:
+    """Whether the launch sequence keyed every kernel of a timeline of `rows` rows."""
+    if launches is None or not {"kernel_id", "timeline_row"} <= set(launches.columns):
+        return False
+    at = launches["timeline_row"].to_numpy("int64")
+    return len(at) > 0 and bool((at >= 0).all() and (at < rows).all())
 
 
 def gap_sites(gaps: pd.DataFrame, functions: FunctionRanges) -> tuple[ObjArray, ObjArray]:

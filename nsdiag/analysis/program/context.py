@@ -74,7 +74,9 @@ class ProgramContext:
     @cached_property
     def activity_sites(self) -> pd.DataFrame:
         """The region's kernels and copies with the functions that launched them."""
-        return activity_sites(self.session.timeline, self.kernels, self.functions)
+        return activity_sites(
+            self.session.timeline, self.kernels, self.functions, launches=self.launches
+        )
 
     @cached_property
     def gap_sites(self) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.object_]]:

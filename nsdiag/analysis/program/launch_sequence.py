@@ -45,6 +45,7 @@ COLUMNS = (
     "dram_pct",
     "tensor_pct",
     "kernel_id",  # the profiled signature's KernelDiagnosis.id, NaN for a launch of none
+    "timeline_row",  # the launch's row of the region's timeline (position; -1: no timeline)
 )
 
 
@@ -130,6 +131,7 @@ def from_timeline(session: Session, kernels: Sequence[KernelDiagnosis]) -> pd.Da
             "launch_ns": launch,
             "duration_ns": pd.to_numeric(k["duration_ns"], errors="coerce").fillna(0.0),
             "synced_before": synced_before(launch, session.api_calls),
+            "timeline_row": rows[order],
         },
         copy=False,  # `k` is this function's own
     )
@@ -176,6 +178,7 @@ def from_profiled(derived: pd.DataFrame, kernels: Sequence[KernelDiagnosis]) -> 
     where, texts = signature_codes(frame)
     profiled = _profiled(kernels)
     frame["kernel_id"] = _ids([profiled.get(key) for key in texts])[where]
+    frame["timeline_row"] = -1
     return frame[list(COLUMNS)]
 
 
