@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pandas.testing as pdt
@@ -103,6 +104,30 @@ def test_session_round_trip(tmp_path: Path, data_dir: Path, inputs: list[str]) -
         )
     assert again.raw_units == session.raw_units
     assert again.meta == session.meta
+
+
+@pytest.mark.parametrize("readers", [1, 2])
+def test_tables_read_side_by_side_as_in_turn(
+    tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch, readers: int
+) -> None:
+    """store.load's reader threads give the frames reading them one by one gives; of two
+    damaged tables the error names the first in TABLES order, as reading in turn does."""
+    folder = data_dir / "idioms" / "copy_feed"
+    monkeypatch.setattr(store, "READERS", 1)
+    in_turn = store.load(folder)
+    monkeypatch.setattr(store, "READERS", readers)
+    monkeypatch.setattr(store, "_cores", lambda: 2)
+    side_by_side = store.load(folder)
+    for table in store.TABLES:
+        pdt.assert_frame_equal(getattr(in_turn, table), getattr(side_by_side, table), obj=table)
+    damaged = tmp_path / "damaged"
+    shutil.copytree(folder, damaged)
+    # gzip cut short; api_calls left the larger, so it is read first (timeline is first in TABLES)
+    for table, kept in (("api_calls", 6000), ("timeline", 3000)):
+        path = damaged / "tables" / f"{table}.csv.gz"
+        path.write_bytes(path.read_bytes()[:kept])
+    with pytest.raises(InputError, match=r"timeline\.csv\.gz is unreadable"):
+        store.load(damaged)
 
 
 def test_save_keeps_other_files(tmp_path: Path, data_dir: Path) -> None:

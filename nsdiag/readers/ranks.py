@@ -55,7 +55,12 @@ def gpu_processes(timeline: pd.DataFrame) -> pd.DataFrame:
     pid = pd.to_numeric(timeline["process_id"], errors="coerce").to_numpy("int64")[is_kernel]
     device = pd.to_numeric(timeline["device"], errors="coerce").to_numpy("int64")[is_kernel]
     start = pd.to_numeric(timeline["start_ns"], errors="coerce").to_numpy("int64")[is_kernel]
-    pairs, counts = np.unique(np.stack([pid, device]), axis=1, return_counts=True)
+    # the distinct (process, device) pairs in (process, device) order, numbered as one integer
+    # each: np.unique along an axis sorts the pairs as records, 20x slower on 10^5 launches
+    low_pid, low_device = pid.min(), device.min()
+    span = int(device.max() - low_device) + 1
+    keys, counts = np.unique((pid - low_pid) * span + (device - low_device), return_counts=True)
+    pairs = np.stack([keys // span + low_pid, keys % span + low_device])
     # per process, its busiest device (pairs are sorted by process id)
     order = np.lexsort((-counts, pairs[0]))
     first_of = np.unique(pairs[0][order], return_index=True)[1]
