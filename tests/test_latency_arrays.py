@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 import nsdiag
 from nsdiag.analysis.region import scope, sequence
-from nsdiag.model import store
+from nsdiag.model import store, text_codes
 from nsdiag.model.launches import _duration_labels, duration_groups, kernel_launches
 from nsdiag.model.signature import signature_key
 from nsdiag.model.text_codes import LONG, factorize_text
@@ -32,10 +33,26 @@ texts = st.one_of(
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(texts, max_size=80), st.sampled_from(["object", "str", "array", "list"]))
-@example([LONG_NAME, None, "b", math.nan, LONG_NAME, "b"], "object")
-@example([LONG_NAME, None, "b", LONG_NAME], "str")
-def test_factorize_text_is_pandas_factorize(values: list[object], form: str) -> None:
+@given(
+    st.lists(texts, max_size=80),
+    st.sampled_from(["object", "str", "array", "list"]),
+    st.booleans(),
+)
+@example([LONG_NAME, None, "b", math.nan, LONG_NAME, "b"], "object", True)
+@example([LONG_NAME, None, "b", math.nan, LONG_NAME, "b"], "object", False)
+@example([LONG_NAME, None, "b", LONG_NAME], "str", True)
+@example([LONG_NAME, None, "b", LONG_NAME], "str", False)
+def test_factorize_text_is_pandas_factorize(values: list[object], form: str, table: bool) -> None:
+    """Long text numbered by pandas' object hash table, or (`table` False: a pandas without
+    it) by the dict, as pd.factorize numbers it."""
+    if not table:
+        with mock.patch.object(text_codes, "PyObjectHashTable", None):
+            _check_factorize(values, form)
+    else:
+        _check_factorize(values, form)
+
+
+def _check_factorize(values: list[object], form: str) -> None:
     series = pd.Series(values, dtype="object" if form != "str" else "str")
     given_as = {
         "object": series,

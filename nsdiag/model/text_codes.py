@@ -1,12 +1,14 @@
-"""`pandas.factorize` for columns of text, long names through a Python dict.
+"""`pandas.factorize` for columns of text, by pandas' object hash table.
 
 A timeline's name column holds 10^5 launches' kernel names of a few hundred characters each
-(templated C++ names), and a diagnosis numbers it in a dozen places. pandas' string hash table
-hashes every character of every string on each call; a dict uses the hash each string object
-keeps after its first use: 4 ms against 15 ms for 50,000 names (idioms/optim_step). On short
-text (grids, blocks, function names) pandas is faster, and numbers it; so it is where every
-value is a new one (an emit_nvtx trace's 69,000 op ranges: 9 ms against 14), which hashes
-each string once either way.
+(templated C++ names), and a diagnosis numbers it in a dozen places. `pd.factorize` numbers
+text in its string hash table, which hashes every character of every string on each call: 20
+ms for 50,000 names (idioms/optim_step). Its object hash table (the one it uses for values
+that are not all text) uses the hash each string object keeps after its first use, and a name
+read from a table is one object per distinct value, compared by identity: 2.1 ms, and no slower
+on short text (grids, blocks: 2.1 against 2.1-3.8 ms) or on text whose every value is new.
+`pandas._libs` is not public API: where it lacks the table, long repeated text goes through a
+Python dict (4.9 ms for those names) and the rest through `pd.factorize`.
 """
 
 from __future__ import annotations
@@ -18,8 +20,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+try:  # not in pandas-stubs
+    from pandas._libs.hashtable import PyObjectHashTable  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - a pandas without it: the dict below
+    PyObjectHashTable = None
+
 IntArray = npt.NDArray[np.int64]
-LONG = 48  # characters: text this long, or longer, is hashed faster by the dict
+LONG = 48  # characters: without the table, text this long is hashed faster by the dict
 SAMPLE = 64  # values looked at to tell long, repeated text from the rest
 
 
@@ -31,14 +38,17 @@ def factorize_text(
     equal are one (as in pandas, where 1 and 1.0 would be one too)."""
     if not isinstance(values, pd.Series | pd.Index | np.ndarray):
         values = np.array(list(values), dtype=object)
+    objects = _objects(values)
+    if PyObjectHashTable is not None and objects is not None:
+        # missing values (None, NaN, NA) -1 and left out of the uniques, as pd.factorize
+        distinct, numbers = PyObjectHashTable(len(objects)).factorize(objects)
+        return numbers.astype(np.int64, copy=False), distinct.tolist()
     # spread over the column: a timeline's first launches may be short-named warm-up kernels
     step = max(len(values) // SAMPLE, 1)
     seen = (values.iloc[::step] if isinstance(values, pd.Series) else values[::step]).tolist()
     long = any(isinstance(v, str) and len(v) >= LONG for v in seen)
     if not long or _mostly_new(seen):
-        if isinstance(values, pd.Series | pd.Index) and isinstance(values.dtype, pd.StringDtype):
-            values = values.to_numpy(dtype=object)  # pandas numbers str arrays 2x slower
-        codes, uniques = pd.factorize(values)
+        codes, uniques = pd.factorize(objects if objects is not None else values)
         return codes.astype(np.int64, copy=False), uniques.tolist()
     index: dict[Any, int] = {}
     number = index.setdefault
@@ -51,6 +61,16 @@ def factorize_text(
     renumbered = np.cumsum(np.logical_not(gone)) - 1
     renumbered[np.asarray(gone)] = -1
     return renumbered[codes].astype(np.int64), [k for k, g in zip(keys, gone, strict=True) if not g]
+
+
+def _objects(values: pd.Series | pd.Index | npt.NDArray[Any]) -> npt.NDArray[Any] | None:
+    """The values as a one-dimensional object array where they are text or objects (a str
+    column's own array, not a copy); None for numbers and the like, which pandas numbers."""
+    if isinstance(values, np.ndarray):
+        return values if values.dtype == object and values.ndim == 1 else None
+    if values.dtype == object or isinstance(values.dtype, pd.StringDtype):
+        return values.to_numpy(dtype=object)
+    return None
 
 
 def _mostly_new(sample: list[Any]) -> bool:
