@@ -177,6 +177,13 @@ def _median(values: np.ndarray) -> float:
     return float(np.median(present)) if len(present) else float("nan")
 
 
+# What `signatures` reads of kernel_launches' rows: a caller that filters 10^5 launches first
+# filters these alone (the timeline's other twenty columns would be copied for nothing).
+SIGNATURE_COLUMNS = (
+    "name", "function", "grid", "block", "filter_name", "duration_ns", "contended", "in_region",
+)  # fmt: skip
+
+
 def signatures(launches: pd.DataFrame) -> list[Signature]:
     """The launches grouped into signatures, most time first. With an `in_region` column only
     the region's launches count (time, launches, duration groups, the first launch); signatures

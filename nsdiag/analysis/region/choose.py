@@ -29,7 +29,7 @@ import pandas as pd
 from nsdiag.analysis.records.region import Region, Window
 from nsdiag.analysis.region.nvtx import nvtx_candidates, nvtx_region
 from nsdiag.analysis.region.profiler import profiler_region, profiler_windows
-from nsdiag.analysis.region.sequence import sequence_region
+from nsdiag.analysis.region.sequence import SEQUENCE_COLUMNS, sequence_region
 from nsdiag.analysis.region.steady import iteration_region, steady
 from nsdiag.analysis.region.windows import IntArray, kernels_in_launch_order, trace_bounds
 from nsdiag.errors import InputError
@@ -105,7 +105,7 @@ def choose_region(
     if windows:
         return profiler_region(windows, launches, bounds)
     found = nvtx_region(nvtx, launches, bounds) or sequence_region(
-        timeline.iloc[rows], launches, api, bounds
+        timeline[[c for c in SEQUENCE_COLUMNS if c in timeline]].iloc[rows], launches, api, bounds
     )
     return found or _after_start_up(launches, bounds)
 

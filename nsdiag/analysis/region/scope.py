@@ -17,7 +17,7 @@ import pandas as pd
 
 from nsdiag.analysis.records.region import Region
 from nsdiag.analysis.region.windows import launch_times, within
-from nsdiag.model.launches import kernel_launches
+from nsdiag.model.launches import SIGNATURE_COLUMNS, kernel_launches
 from nsdiag.model.matching import timeline_weights
 from nsdiag.model.session import Session
 from nsdiag.model.signature import signature_key, signature_keys
@@ -72,16 +72,16 @@ class RegionKernels:
 
 def weigh_by_region(kernels: pd.DataFrame, region_timeline: pd.DataFrame) -> RegionKernels:
     """Each profiled launch with its signature's launch count and total time in the region."""
-    launches = (
-        region_timeline[region_timeline["kind"] == "kernel"]
-        if len(region_timeline)
-        else region_timeline
-    )
-    if not len(kernels) or not len(launches):
+    if not len(kernels) or not len(region_timeline):
+        return RegionKernels(kernels, 0, False)
+    # kernel_launches keeps the kernel rows, and a kernel's `contended` flag reads kernels
+    # alone: the region's other rows are not filtered out first (a copy of every column)
+    launches = kernel_launches(region_timeline)
+    if not len(launches):
         return RegionKernels(kernels, 0, False)
     weighed = timeline_weights(
         kernels.drop(columns=[c for c in TIMELINE_WEIGHTS if c in kernels]),
-        _shaped_like(kernels, kernel_launches(launches)),
+        _shaped_like(kernels, launches[[c for c in SIGNATURE_COLUMNS if c in launches]]),
     )
     ran = weighed["timeline_total_ns"].notna()
     if not ran.any():

@@ -23,6 +23,9 @@ from nsdiag.model.signature import signature_codes
 MIN_MATCH = 0.9  # share of launches that must repeat one period later
 MAIN_LOOP_SHARE = 0.5  # a loop runs at least this share of the time of the longest-running one
 LAST_AT_MOST = 1.5  # the last iteration, ended by its GPU work, at most this many of the one before
+# What the search reads of each kernel launch (its signature's parts, its end): a caller may
+# pass these alone instead of a copy of every column of 10^5 launches.
+SEQUENCE_COLUMNS = ("name", "grid", "block", "end_ns")
 
 
 def synced_before(launches: IntArray, api: pd.DataFrame) -> BoolArray:
