@@ -67,7 +67,8 @@ def prepare(session: Session, windows: Sequence[tuple[int, int]] | None = None) 
     if lanes and "rank" in timeline:
         timeline = timeline.assign(device=rank_of(timeline))
     talk = _communication(timeline)
-    acts = _activities(timeline[~talk], session.nvtx_ranges)
+    # read, not written: the timeline itself where it holds no communication (a copy otherwise)
+    acts = _activities(timeline[~talk] if talk.any() else timeline, session.nvtx_ranges)
     segments = _segments(acts)
     spans = {
         int(cast(int, d)): (int(g["start_ns"].to_numpy().min()), int(g["end_ns"].to_numpy().max()))
