@@ -34,7 +34,7 @@ from nsdiag.analysis.records.findings import Finding
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.analysis.ruleset import default_rules, find_rule
 from nsdiag.errors import InputError
-from nsdiag.model.intervals import enclosing
+from nsdiag.model.intervals import enclosing, enclosing_disjoint
 from nsdiag.model.session import Session
 from nsdiag.readers import load, nsys_sqlite, nsys_stats_csv, reader_for
 from tests.conftest import DATA
@@ -629,6 +629,24 @@ def test_enclosing_matches_brute_force() -> None:
         for t, g in zip(times, got, strict=True):
             inside = [i for i in range(n) if starts[i] <= t <= ends[i]]
             assert g == (max(inside) if inside else -1)
+
+
+def test_enclosing_disjoint_is_enclosing_on_the_outermost_ranges() -> None:
+    """The outermost of nested ranges (code_sites.py's `top`: each starts at or after every
+    earlier range's end), with ranges that touch and zero-length ones: the last start is the
+    enclosing range's."""
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n = int(rng.integers(1, 60))
+        starts = np.sort(rng.integers(0, 400, n))
+        ends = starts + rng.integers(0, 40, n) * rng.integers(0, 2, n)  # some zero-length
+        reach = np.maximum.accumulate(np.concatenate([[np.iinfo("int64").min], ends[:-1]]))
+        top = np.flatnonzero(starts >= reach)
+        times = np.concatenate([rng.integers(-10, 460, 100), starts, ends])
+        assert (
+            enclosing_disjoint(starts[top], ends[top], times)
+            == enclosing(starts[top], ends[top], times)
+        ).all()
 
 
 # ---------------------------------------------------------------- rules

@@ -121,3 +121,15 @@ def enclosing(starts: Array, ends: Array, t: Array) -> IntArray:
     ok = pos >= 0
     found[ok] = np.where(np.asarray(ends)[pos[ok]] >= t[ok], pos[ok], -1)
     return found
+
+
+def enclosing_disjoint(starts: Array, ends: Array, t: Array) -> IntArray:
+    """`enclosing` for intervals that do not overlap (sorted, each starting where or after all
+    before it ended: the outermost of nested ranges): the last interval starting at or before
+    each time, where it reaches the time. Any earlier one ends by that start, so it holds the
+    time only if that one does too (both at their shared point)."""
+    pos = np.searchsorted(starts, t, side="right") - 1
+    found = np.full(len(t), -1, dtype="int64")
+    ok = pos >= 0
+    found[ok] = np.where(np.asarray(ends)[pos[ok]] >= np.asarray(t)[ok], pos[ok], -1)
+    return found

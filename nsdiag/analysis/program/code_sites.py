@@ -26,7 +26,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.records.diagnosis import KernelDiagnosis
-from nsdiag.model.intervals import enclosing
+from nsdiag.model.intervals import enclosing, enclosing_disjoint
 from nsdiag.model.signature import signature_key, signature_values
 
 DOMAIN = "pytorch"  # NvtxDomainCreate's name, lower case
@@ -89,7 +89,7 @@ class FunctionRanges:
             if not len(rows):
                 continue
             top = thread.top
-            hit = enclosing(thread.starts[top], thread.ends[top], when[rows])
+            hit = enclosing_disjoint(thread.starts[top], thread.ends[top], when[rows])
             ok = hit >= 0
             outer[rows[ok]] = thread.names[top[hit[ok]]]
             deepest = enclosing(thread.starts, thread.ends, when[rows])
