@@ -152,13 +152,13 @@ def _rule_file(tmp_path: Path, old: str, new: str) -> Path:
 @pytest.mark.parametrize(
     "old, new, error",
     [
-        ('ncu_rules = ["Uncoalesced', 'ncu_rules = ["not an id", "Uncoalesced', "ncu rule id"),
+        ("ncu_rules = ['Uncoalesced", "ncu_rules = ['not an id', 'Uncoalesced", "ncu rule id"),
         (
-            'ncu_rules = ["Uncoalesced',
-            'ncu_rules = ["UncoalescedGlobalAccess", "Uncoalesced',
+            "ncu_rules = ['Uncoalesced",
+            "ncu_rules = ['UncoalescedGlobalAccess', 'Uncoalesced",
             "twice",
         ),
-        ('ncu_rules = ["UncoalescedGlobalAccess", "MemoryCacheAccessPattern"]', "", "without"),
+        ("ncu_rules = ['UncoalescedGlobalAccess', 'MemoryCacheAccessPattern']", "", "without"),
         ("ncu_speedup >= 15", "no_such_metric >= 15", "unknown metric"),
     ],
 )

@@ -102,10 +102,10 @@ def test_a_rule_whose_evidence_is_all_zero_never_fires(tmp_path: Path) -> None:
     """The general guard, with the spill rule's old condition on the recorded nvjet row."""
     old = Path(find_rule("NSD105").path).read_text()
     old = old.replace(
-        'condition = "local_sectors > 0 and local_sectors >= 0.05 * lsu_sectors"',
-        'condition = "local_sectors >= 0.05 * lsu_sectors"',
+        "condition = 'local_sectors > 0 and local_sectors >= 0.05 * lsu_sectors'",
+        "condition = 'local_sectors >= 0.05 * lsu_sectors'",
     )
-    assert 'condition = "local_sectors >= 0.05 * lsu_sectors"' in old
+    assert "condition = 'local_sectors >= 0.05 * lsu_sectors'" in old
     path = tmp_path / "NSD105-old.toml"
     path.write_text(old)
     rule = parse_rule(path)
