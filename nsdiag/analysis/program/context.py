@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -18,6 +18,7 @@ from nsdiag.analysis.program.code_sites import (
 )
 from nsdiag.analysis.program.launch_sequence import launches
 from nsdiag.analysis.program.score_chains import attention_rows
+from nsdiag.analysis.program.timeline.pinned import pinned_model
 from nsdiag.analysis.program.timeline.view import TimelineView
 from nsdiag.analysis.program.timeline.waits import WaitAccount, account
 from nsdiag.analysis.records.diagnosis import KernelDiagnosis
@@ -52,6 +53,19 @@ class ProgramContext:
         """The region's launch sequence (analysis/program/launch_sequence.py), built once per
         diagnosis: fusion and layout both read it. Readers must not change it."""
         return launches(self.session, self.derived, self.kernels)
+
+    @cached_property
+    def _pinned_copies(self) -> dict[tuple[tuple[str, float], ...], pd.DataFrame]:
+        return {}
+
+    def pinned_copies(self, params: Mapping[str, float]) -> pd.DataFrame:
+        """The region's host-device copies under the pinned-copy model with `params`
+        (timeline/pinned.py), built once per set of params: pageable-memcpy reports from it and
+        no-copy-compute-overlap reads it, with the same thresholds. Readers must not change it."""
+        key = tuple(sorted(params.items()))
+        if key not in self._pinned_copies:
+            self._pinned_copies[key] = pinned_model(self.view, params)
+        return self._pinned_copies[key]
 
     @cached_property
     def attention(self) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64]]:

@@ -75,10 +75,13 @@ class StageOverlap:
 
 
 def overlap_summary(
-    v: TimelineView, pinned_params: Mapping[str, float] | None = None
+    v: TimelineView,
+    pinned_params: Mapping[str, float] | None = None,
+    copies: pd.DataFrame | None = None,
 ) -> list[StageOverlap]:
     """One StageOverlap per device and NVTX range with GPU work; `pinned_params`: the
-    pinned-copy model's (PAGEABLE_MEMCPY's, its defaults when None)."""
+    pinned-copy model's (PAGEABLE_MEMCPY's, its defaults when None); `copies`: that model of
+    `v` already built (ProgramContext.pinned_copies), else it is built here."""
     if pinned_params is None:
         pinned_params = PAGEABLE_MEMCPY.defaults
     staged = (v.acts["stage"] != "").to_numpy()
@@ -101,7 +104,8 @@ def overlap_summary(
     n = len(groups)
     per_stage = union_ns_by_group(group * 3 + stage_code, starts, ends, n * 3).reshape(n, 3)
     total = union_ns_by_group(group, starts, ends, n)
-    copies = pinned_model(v, pinned_params)
+    if copies is None:
+        copies = pinned_model(v, pinned_params)
     streams = acts["stream"].groupby([group, acts["stage"].to_numpy() == "kernel"]).unique()
     return [
         _stage_overlap(
@@ -150,7 +154,8 @@ def _stage_overlap(
 
 
 def no_copy_compute_overlap(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
-    summary = overlap_summary(ctx.view, peer_params(PAGEABLE_MEMCPY, ctx.rules))
+    pinned = peer_params(PAGEABLE_MEMCPY, ctx.rules)
+    summary = overlap_summary(ctx.view, pinned, ctx.pinned_copies(pinned))
     measured = [s for s in summary if s.has_both]
     params = NO_COPY_COMPUTE_OVERLAP.params_of(rule)
     return [

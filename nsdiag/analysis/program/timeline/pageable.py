@@ -10,7 +10,7 @@ import pandas as pd
 from nsdiag.analysis.program.analyses import PAGEABLE_MEMCPY
 from nsdiag.analysis.program.context import ProgramContext
 from nsdiag.analysis.program.timeline.findings import Draft, per_range, share
-from nsdiag.analysis.program.timeline.pinned import pageable_saving, pinned_model
+from nsdiag.analysis.program.timeline.pinned import pageable_saving
 from nsdiag.analysis.records.findings import Evidence, Finding
 from nsdiag.analysis.rules.spec import RuleSpec
 
@@ -21,7 +21,7 @@ def gbps(nbytes: float, ns: float) -> float | None:
 
 def pageable_memcpy(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:
     params = PAGEABLE_MEMCPY.params_of(rule)
-    copies = pinned_model(ctx.view, params)
+    copies = ctx.pinned_copies(params)
     pageable = copies[copies["pageable"]]
     return per_range(
         PAGEABLE_MEMCPY,

@@ -10,14 +10,9 @@ import pandas as pd
 from nsdiag.analysis.program.timeline.view import TimelineView
 from nsdiag.model.intervals import union_ns
 
-# pageable-memcpy and no-copy-compute-overlap both read the model of one view with the same
-# params: built once (keyed by identity; the view is not hashable), read, never written.
-_SEEN: dict[int, tuple[TimelineView, tuple[tuple[str, float], ...], pd.DataFrame]] = {}
-
 
 def pinned_model(v: TimelineView, params: Mapping[str, float]) -> pd.DataFrame:
-    """Host-device copies with the time each would take from pinned memory (a frame its
-    callers filter and read, shared between them).
+    """Host-device copies with the time each would take from pinned memory.
 
     The pinned bandwidth is measured on this timeline's pinned copies of at least
     min_copy_bytes in the same direction on the same device (else the other direction); with
@@ -25,18 +20,6 @@ def pinned_model(v: TimelineView, params: Mapping[str, float]) -> pd.DataFrame:
     Copies under min_copy_bytes are latency-bound: they keep their time. `params`:
     PAGEABLE_MEMCPY's, complete (PAGEABLE_MEMCPY.params_of).
     """
-    key = tuple(sorted(params.items()))
-    hit = _SEEN.get(id(v))
-    if hit is not None and hit[0] is v and hit[1] == key:
-        return hit[2]
-    if len(_SEEN) > 8:
-        _SEEN.clear()
-    copies = _model(v, params)
-    _SEEN[id(v)] = (v, key, copies)
-    return copies
-
-
-def _model(v: TimelineView, params: Mapping[str, float]) -> pd.DataFrame:
     min_bytes = params["min_copy_bytes"]
     speedup = max(params["assumed_pinned_speedup"], 1.0)
     acts = v.acts
