@@ -205,7 +205,7 @@ def signatures(launches: pd.DataFrame) -> list[Signature]:
     parts = ["filter_name", "name", "grid", "block"]
     numbers, texts = signature_codes(keyed, exact=True, function="filter_name")
     one, _ = factorize_text(texts)  # two spellings with one key text are one signature
-    complete = keyed[parts].notna().all(axis=1).to_numpy()
+    complete = np.logical_and.reduce([keyed[c].notna().to_numpy() for c in parts])  # no frame
     codes = np.where(complete, one[numbers], -1) if len(numbers) else numbers
     # Column arrays indexed per group: a DataFrame groupby builds a frame per signature and per
     # duration group, which is most of the time on a step of thousands of launches.

@@ -42,3 +42,20 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
         for i, column_values in zip(where, block.T.tolist(), strict=True):
             values[i] = column_values
     return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
+
+
+def rows_where(frame: pd.DataFrame, where: Any) -> pd.DataFrame:
+    """The frame's rows where the boolean mask `where` holds, numbered from 0. Rows that lie in
+    one run (an analysed region of consecutive iterations, of a table in time order) are a
+    slice: under copy-on-write (pandas 3, or pandas 2 with it turned on) the slice shares them
+    instead of copying 10^5 rows of two dozen columns (7 ms of a training step's region)."""
+    import numpy as np
+    import pandas as pd
+
+    mask = np.asarray(where, dtype=bool)
+    rows = np.flatnonzero(mask)
+    one_run = len(rows) > 0 and int(rows[-1]) - int(rows[0]) + 1 == len(rows)
+    shared = int(pd.__version__.split(".")[0]) >= 3 or pd.options.mode.copy_on_write is True
+    if one_run and shared:
+        return frame.iloc[int(rows[0]) : int(rows[-1]) + 1].reset_index(drop=True)
+    return frame[mask].reset_index(drop=True)

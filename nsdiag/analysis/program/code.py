@@ -65,6 +65,12 @@ class _Work:
         return self.ctx.waits.gaps.assign(outer=outer, inner=inner)
 
     @cached_property
+    def idle_functions(self) -> tuple[np.ndarray, list[str]]:
+        """The idle gaps' outer functions as numbers, and the function of each number: the
+        changes that save idle time sum it per function on these, not on the strings."""
+        return factorize_text(self.idle["outer"])
+
+    @cached_property
     def is_kernel(self) -> np.ndarray:
         """Which activities are kernel launches (the others are copies)."""
         return np.asarray(self.activities["kind"] == "kernel", dtype=bool)
@@ -155,7 +161,7 @@ def _code(change: Change, work: _Work) -> CodeAttribution | None:
     outer, _, outer_names, _ = work.functions
     if idle is not None and len(idle):
         # idle time: the launches the host made in the functions it idled the GPU in
-        idled = set(pd.unique(idle["outer"]).tolist()) - {NONE}
+        idled = idle.functions() - {NONE}
         chosen = np.isin(outer, np.flatnonzero([f in idled for f in outer_names.tolist()]))
     sites = _sites(chosen, idle, work, n)
     if idle is not None and len(idle):
@@ -169,12 +175,48 @@ def _code(change: Change, work: _Work) -> CodeAttribution | None:
     )
 
 
-def _of_change(change: Change, work: _Work) -> tuple[np.ndarray, pd.DataFrame | None]:
+@dataclass(frozen=True)
+class _Idle:
+    """The idle time a change saves: the wait account's gaps (`_Work.idle`), once per column of
+    the account its findings save from (a gap saved from two columns counts in both)."""
+
+    work: _Work
+    columns: tuple[str, ...]
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The gaps of each column one after the other, with what they save (`saved`)."""
+        gaps = self.work.idle
+        return pd.concat([gaps.assign(saved=gaps[c]) for c in self.columns], ignore_index=True)
+
+    def functions(self) -> set[str]:
+        """The functions the host idled the GPU in."""
+        return set(self.work.idle_functions[1])
+
+    def by_function(self) -> pd.Series:
+        """The idle time saved per function, sorted by function: `frame.groupby("outer")`'s
+        sums, summed on the functions' numbers (each function's gaps in the same order)."""
+        codes, functions = self.work.idle_functions
+        if (codes < 0).any():  # a gap in no known function: as pandas groups it
+            return self.frame.groupby("outer")["saved"].sum()
+        gaps = self.work.idle
+        saved = pd.concat([gaps[c] for c in self.columns], ignore_index=True)
+        sums = saved.groupby(np.tile(codes, len(self.columns))).sum()
+        named = pd.Series(
+            sums.to_numpy(), index=pd.Index([functions[c] for c in sums.index.tolist()])
+        )
+        return named.sort_index()
+
+    def __len__(self) -> int:
+        return len(self.work.idle) * len(self.columns)
+
+
+def _of_change(change: Change, work: _Work) -> tuple[np.ndarray, _Idle | None]:
     """Which activities a change is about, and the idle time it saves (None: not idle
     time)."""
     acts = work.activities
     chosen = np.zeros(len(acts), dtype=bool)
-    idle_parts: list[pd.DataFrame] = []
+    idle_columns: list[str] = []
     ids = {t.kernel_id for t in change.kernels if t.kernel_id is not None}
     names = {t.name for t in change.kernels if t.kernel_id is None}
     kernel_id, name_codes, _ = work.columns
@@ -191,19 +233,16 @@ def _of_change(change: Change, work: _Work) -> tuple[np.ndarray, pd.DataFrame | 
             column = cause.work.split(":", 1)[1]
             gaps = work.idle
             if column in gaps:
-                idle_parts.append(gaps.assign(saved=gaps[column]))
+                idle_columns.append(column)
     if len(acts):
         chosen |= np.isin(kernel_id, list(ids)) & (kernel_id >= 0)
         if names:
             code = work.name_code
             chosen |= np.isin(name_codes, [code[n] for n in names if n in code])
-    idle = pd.concat(idle_parts, ignore_index=True) if idle_parts else None
-    return chosen, idle
+    return chosen, (_Idle(work, tuple(idle_columns)) if idle_columns else None)
 
 
-def _sites(
-    chosen: np.ndarray, idle: pd.DataFrame | None, work: _Work, n: int
-) -> tuple[CodeSite, ...]:
+def _sites(chosen: np.ndarray, idle: _Idle | None, work: _Work, n: int) -> tuple[CodeSite, ...]:
     """The functions holding the chosen activities' work, most first: by idle time saved where
     the change saves idle time, else by launches. Tens of changes each count a few functions:
     plain Python on the counts, pandas only for the idle sums."""
@@ -211,25 +250,25 @@ def _sites(
     counted = kernels if kernels.any() else chosen  # a copy change counts its copies
     launches = _launches_by_site(counted, work)
     saves_idle = idle is not None and len(idle) > 0
-    by_idle = idle.groupby("outer")["saved"].sum() if idle is not None and saves_idle else None
+    by_idle = idle.by_function() if idle is not None and saves_idle else None
     if by_idle is not None and len(by_idle):
-        weights = by_idle
+        ranked, total = _most_first(by_idle)
     else:
         per_function: dict[str, float] = {}
         for (outer, _), count in launches.items():
             per_function[outer] = per_function.get(outer, 0.0) + count
-        weights = pd.Series(per_function, dtype=float)
-    total = float(weights.sum())
+        ranked, total = _most_first(per_function)
     sites = []
-    for function, weight in weights.sort_values(ascending=False).items():
+    for function, weight in ranked:
         if function == NONE or total <= 0 or weight < MIN_SITE_SHARE * total:
             continue
         fn = str(function)
         mine = [(inner, count) for (outer, inner), count in launches.items() if outer == fn]
         if mine:
             inner = str(max(mine, key=lambda site: site[1])[0])  # the first of the most
-        elif idle is not None and saves_idle and (idle["outer"] == fn).any():
-            inner = str(idle.loc[idle["outer"] == fn, "inner"].value_counts().index[0])
+        elif idle is not None and saves_idle and fn in idle.functions():
+            gaps = idle.frame
+            inner = str(gaps.loc[gaps["outer"] == fn, "inner"].value_counts().index[0])
         else:
             inner = NONE
         sites.append(
@@ -245,6 +284,17 @@ def _sites(
         if len(sites) == TOP_SITES:
             break
     return tuple(sites)
+
+
+def _most_first(weights: dict[str, float] | pd.Series) -> tuple[list[tuple[str, float]], float]:
+    """The functions by weight, largest first (ties in the order pandas' sort gives them), and
+    their total. Most changes' work lies in one function: that needs no Series."""
+    if isinstance(weights, dict):
+        if len(weights) <= 1:
+            return list(weights.items()), float(sum(weights.values()))
+        weights = pd.Series(weights, dtype=float)
+    ranked = [(str(f), float(w)) for f, w in weights.sort_values(ascending=False).items()]
+    return ranked, float(weights.sum())
 
 
 def _launches_by_site(counted: np.ndarray, work: _Work) -> dict[tuple[str, str], int]:

@@ -21,6 +21,7 @@ from nsdiag.model.launches import SIGNATURE_COLUMNS, kernel_launches
 from nsdiag.model.matching import timeline_weights
 from nsdiag.model.session import Session
 from nsdiag.model.signature import signature_key, signature_keys
+from nsdiag.model.tables import rows_where
 from nsdiag.model.text_codes import distinct_pairs, factorize_text
 
 TIMELINE_WEIGHTS = (
@@ -50,11 +51,11 @@ def restrict(session: Session, region: Region) -> Session:
         overlaps = np.zeros(len(nvtx), dtype=bool)
         for w_start, w_end in region.windows:
             overlaps |= (starts < w_end) & (ends > w_start)
-        nvtx = nvtx[overlaps]
+        nvtx = rows_where(nvtx, overlaps)
     return replace(
         session,
-        timeline=timeline[inside].reset_index(drop=True),
-        api_calls=api[api_inside].reset_index(drop=True) if len(api) else api,
+        timeline=rows_where(timeline, inside),
+        api_calls=rows_where(api, api_inside) if len(api) else api,
         nvtx_ranges=nvtx.reset_index(drop=True),
     )
 

@@ -71,16 +71,18 @@ def _periodic_stretches(codes: IntArray, period: int, least: int) -> list[Window
     """Stretches [a, b) of launches that repeat one period later (MIN_MATCH of each
     period-long window), at least `least` periods long."""
     n = len(codes)
-    match = np.zeros(n, dtype="float64")
-    match[period:] = codes[period:] == codes[:-period]
-    # each launch's window of `period` launches from it: a running sum, O(launches) whatever
-    # the period (a convolution is O(launches x period): 96 s on a decode loop's 27,274)
-    total = np.concatenate([[0.0], np.cumsum(match)])
+    # each launch's window of `period` launches from it: a running sum of the launches that
+    # match, O(launches) whatever the period (a convolution is O(launches x period): 96 s on a
+    # decode loop's 27,274); counted in integers (total[i]: matches before launch i), the
+    # window's share against the fewest matches that reach MIN_MATCH
+    total = np.zeros(n + 1, dtype="int64")
+    if period < n:
+        np.cumsum(codes[period:] == codes[:-period], out=total[period + 1 :])
     ahead = np.full(n, total[n])  # total[min(i + period, n)], by slices
     inside = max(n - period, 0)
     ahead[:inside] = total[period : period + inside]
-    window = (ahead - total[:n]) / period
-    good = np.concatenate([[False], window >= MIN_MATCH, [False]]).astype("int8")
+    good = np.zeros(n + 2, dtype="int8")
+    good[1:-1] = ahead - total[:n] >= _fewest_matches(period)
     edges = np.flatnonzero(np.diff(good))
     stretches = []
     for start, stop in zip(edges[::2], edges[1::2], strict=True):
@@ -88,6 +90,17 @@ def _periodic_stretches(codes: IntArray, period: int, least: int) -> list[Window
         if b - a >= least * period:
             stretches.append((a, b))
     return stretches
+
+
+def _fewest_matches(period: int) -> int:
+    """The fewest matching launches of `period` whose share (matches / period, in floating
+    point) is at least MIN_MATCH."""
+    fewest = math.ceil(MIN_MATCH * period)
+    while fewest > 0 and (fewest - 1) / period >= MIN_MATCH:
+        fewest -= 1
+    while fewest / period < MIN_MATCH:
+        fewest += 1
+    return fewest
 
 
 def _cut(

@@ -176,15 +176,21 @@ def _matching(names: pd.Series, pattern: re.Pattern[str]) -> int:
 
 def _find(ctx: ProgramContext, min_per_call: float, max_batched: float) -> Steps | None:
     acts = ctx.activity_sites
-    kernels = acts[acts["kind"] == "kernel"]
+    # the kernels' outermost functions by number: the activities are not copied per function
+    kernel = (acts["kind"] == "kernel").to_numpy()
+    function_of, functions = factorize_text(acts["outer"])
     outer, _ = ctx.gap_sites
     gaps = ctx.waits.gaps
     best: Steps | None = None
-    for function in {str(f) for f in kernels["outer"].unique() if STEP.match(str(f))}:
-        mine = kernels[kernels["outer"] == function]
-        batched = _matching(mine["name"], BATCHED)
+    for code in np.unique(function_of[kernel]).tolist():
+        function = str(functions[code]) if code >= 0 else ""
+        if not STEP.match(function):
+            continue
+        mine = kernel & (function_of == code)
+        launched = int(mine.sum())
+        batched = _matching(acts["name"][mine], BATCHED)
         calls = ctx.functions.calls(function)
-        if not calls or len(mine) / calls < min_per_call or batched > max_batched * len(mine):
+        if not calls or launched / calls < min_per_call or batched > max_batched * launched:
             continue
         claimed = np.asarray(outer == function, dtype=bool)
         idle = float((gaps.loc[claimed, "launch"] + gaps.loc[claimed, "cpu"]).sum())
@@ -193,7 +199,7 @@ def _find(ctx: ProgramContext, min_per_call: float, max_batched: float) -> Steps
             function,
             match["optimizer"] if match else function,
             calls,
-            len(mine),
+            launched,
             batched,
             ctx.functions.host_ns(function),
             claimed,

@@ -25,6 +25,7 @@ from nsdiag.analysis.program.timeline.view import TimelineView
 from nsdiag.analysis.records.findings import Evidence, Finding
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.intervals import union_ns_by_group
+from nsdiag.model.text_codes import factorize_text
 
 STAGES = ("h2d", "d2h", "kernel")  # the pipeline's stages
 
@@ -99,7 +100,11 @@ def overlap_summary(
     groups = list(
         zip(acts["device"].to_numpy()[first], acts["range"].to_numpy()[first], strict=True)
     )
-    stage_code = pd.Categorical(acts["stage"], categories=list(STAGES)).codes.astype("int64")
+    # each distinct stage looked up once (a Categorical of 10^5 strings hashes each again)
+    stage_of, stages = factorize_text(acts["stage"])
+    stage_code = np.array([*(STAGES.index(t) if t in STAGES else -1 for t in stages), -1])[
+        stage_of
+    ].astype("int64")  # a missing stage (-1) reads the last: -1, as a Categorical gives it
     starts, ends = acts["start_ns"].to_numpy(), acts["end_ns"].to_numpy()
     n = len(groups)
     per_stage = union_ns_by_group(group * 3 + stage_code, starts, ends, n * 3).reshape(n, 3)

