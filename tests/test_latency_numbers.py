@@ -4,6 +4,8 @@ gives, value for value."""
 
 from __future__ import annotations
 
+import warnings
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -12,11 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import nsdiag
 from nsdiag.analysis.program import layout
 from nsdiag.analysis.program.code import _Idle, _most_first
+from nsdiag.analysis.program.timeline import waits
+from nsdiag.analysis.program.timeline.overlap import STAGES, stage_numbers
 from nsdiag.analysis.region.sequence import MIN_MATCH, _fewest_matches
 from nsdiag.model.tables import rows_where
 from nsdiag.model.text_codes import distinct_pairs, factorize_text
+
+DATA = Path(__file__).parent / "data"
 
 
 @settings(max_examples=200, deadline=None)
@@ -131,3 +138,64 @@ def test_layout_conversions_found_by_number_are_those_isin_finds() -> None:
     found = layout._conversions(ctx)  # type: ignore[arg-type]
     pd.testing.assert_frame_equal(found, expected)
     assert 0 < len(found) < len(launches)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_stage_numbers_are_the_categorical_codes(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    pool = np.array(["kernel", "h2d", "d2h", "", "kernel"], dtype=object)
+    stages = pool[rng.integers(0, len(pool), int(rng.integers(0, 500)))]
+    with warnings.catch_warnings():  # pandas 3 warns of values outside the categories
+        warnings.simplefilter("ignore")
+        expected = pd.Categorical(stages, categories=list(STAGES)).codes.astype("int64")
+    assert stage_numbers(stages).tolist() == expected.tolist()
+
+
+def _stretches_by_groupby(rows: list[pd.DataFrame], names: object) -> pd.DataFrame:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(waits, "_one_per_stretch", lambda joined, keys: None)
+        return waits._stretches(rows, names)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["programs/train_loader", "third_party/vit_fp32", "idioms/optim_step", "idioms/copy_feed"],
+)
+def test_stretches_are_those_the_groupby_gives(name: str) -> None:
+    """The CPU stretches sorted on their process, thread and start are the seven-key groupby's
+    (value for value, in its order), on recordings whose hosts compute between launches."""
+    from nsdiag.analysis.engine import _view
+    from nsdiag.analysis.region.choose import choose_region
+    from nsdiag.analysis.region.scope import restrict
+
+    session = nsdiag.load([str(DATA / name)])
+    region = choose_region(session.timeline, session.api_calls, session.nvtx_ranges)
+    scoped = restrict(session, region)
+    view = _view(scoped, region)
+    assert view is not None
+    seen: list[tuple[list[pd.DataFrame], object]] = []
+    real = waits._stretches
+
+    def keep(rows: list[pd.DataFrame], names: object) -> pd.DataFrame:
+        seen.append((rows, names))
+        return real(rows, names)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(waits, "_stretches", keep)
+        account = waits.account(view, scoped.api_calls, region)
+    assert len(seen) == 1 and len(account.cpu_stretches)
+    rows, names = seen[0]
+    expected = _stretches_by_groupby(rows, names)
+    pd.testing.assert_frame_equal(account.cpu_stretches, expected, check_exact=True)
+
+
+def test_a_stretch_twice_is_summed_as_the_groupby_sums_it() -> None:
+    row = {
+        "process_id": [1], "thread_id": [7], "start_ns": [10], "end_ns": [20],
+        "idle_ns": [1.5], "before": [0], "after": [0], "after_copy": [False],
+    }  # fmt: skip
+    rows = [pd.DataFrame(row), pd.DataFrame({**row, "idle_ns": [2.0]})]
+    names = waits._Names(np.array(["cudaLaunchKernel"], dtype=object))
+    got = waits._stretches(rows, names)
+    assert got["idle_ns"].tolist() == [3.5]
+    pd.testing.assert_frame_equal(got, _stretches_by_groupby(rows, names))

@@ -77,9 +77,14 @@ def nvtx_candidates(
     launches first. An instance runs to the start of the next where the instances follow one
     another closely (a loop whose body is the range); where other work sits between them, each
     instance is its own window."""
-    frame = (nvtx if only else _top_level(nvtx)).assign(
-        base=lambda f: f["name"].astype(str).map(base_name)
-    )
+    return _candidates(nvtx if only else _top_level(nvtx), launches, only, least)
+
+
+def _candidates(
+    ranges: pd.DataFrame, launches: IntArray, only: str | None, least: int
+) -> list[tuple[int, str, list[Iteration]]]:
+    """`nvtx_candidates` among `ranges` (the top-level ones, or all where one is asked for)."""
+    frame = ranges.assign(base=lambda f: f["name"].astype(str).map(base_name))
     found = []
     for (base, _, _), group in frame.groupby(["base", "process_id", "thread_id"], sort=False):
         if only is not None and only not in (base, *group["name"].astype(str)):
@@ -103,7 +108,11 @@ def nvtx_candidates(
 def annotated_window(nvtx: pd.DataFrame, launches: IntArray) -> tuple[Window, list[str]] | None:
     """From the first top-level NVTX range that launches kernels to the end of the last one: the
     part of the run its author annotated, and the ranges' names in order."""
-    top = _top_level(nvtx).sort_values("start_ns")
+    return _annotated(_top_level(nvtx), launches)
+
+
+def _annotated(top_level: pd.DataFrame, launches: IntArray) -> tuple[Window, list[str]] | None:
+    top = top_level.sort_values("start_ns")
     windows = [(int(s), int(e)) for s, e in zip(top["start_ns"], top["end_ns"], strict=True)]
     used = [
         (w, str(n))
@@ -119,9 +128,11 @@ def annotated_window(nvtx: pd.DataFrame, launches: IntArray) -> tuple[Window, li
 def nvtx_region(nvtx: pd.DataFrame, launches: IntArray, bounds: Window) -> Region | None:
     if not len(nvtx):
         return None
+    # the program's top-level ranges, told from the libraries' once for the three searches
+    top = _top_level(nvtx)
     # a range that runs twice is the short run's step only where none runs three times
-    candidates = nvtx_candidates(nvtx, launches) or nvtx_candidates(
-        nvtx, launches, least=FEW_ITERATIONS
+    candidates = _candidates(top, launches, None, MIN_ITERATIONS) or _candidates(
+        top, launches, None, FEW_ITERATIONS
     )
     single = len(candidates) == 1 or (
         len(candidates) > 1 and candidates[1][0] < MAX_VARIANTS_SHARE * candidates[0][0]
@@ -130,7 +141,7 @@ def nvtx_region(nvtx: pd.DataFrame, launches: IntArray, bounds: Window) -> Regio
         return iteration_region(
             "nvtx-iterations", f"NVTX range '{candidates[0][1]}'", parts, bounds
         )
-    annotated = annotated_window(nvtx, launches)
+    annotated = _annotated(top, launches)
     if annotated is None:
         return None
     window, names = annotated

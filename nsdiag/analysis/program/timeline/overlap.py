@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from nsdiag.analysis.program.analyses import NO_COPY_COMPUTE_OVERLAP, PAGEABLE_MEMCPY
@@ -25,7 +26,6 @@ from nsdiag.analysis.program.timeline.view import TimelineView
 from nsdiag.analysis.records.findings import Evidence, Finding
 from nsdiag.analysis.rules.spec import RuleSpec
 from nsdiag.model.intervals import union_ns_by_group
-from nsdiag.model.text_codes import factorize_text
 
 STAGES = ("h2d", "d2h", "kernel")  # the pipeline's stages
 
@@ -100,11 +100,7 @@ def overlap_summary(
     groups = list(
         zip(acts["device"].to_numpy()[first], acts["range"].to_numpy()[first], strict=True)
     )
-    # each distinct stage looked up once (a Categorical of 10^5 strings hashes each again)
-    stage_of, stages = factorize_text(acts["stage"])
-    stage_code = np.array([*(STAGES.index(t) if t in STAGES else -1 for t in stages), -1])[
-        stage_of
-    ].astype("int64")  # a missing stage (-1) reads the last: -1, as a Categorical gives it
+    stage_code = stage_numbers(acts["stage"].to_numpy())
     starts, ends = acts["start_ns"].to_numpy(), acts["end_ns"].to_numpy()
     n = len(groups)
     per_stage = union_ns_by_group(group * 3 + stage_code, starts, ends, n * 3).reshape(n, 3)
@@ -123,6 +119,15 @@ def overlap_summary(
         )
         for i, (device, name) in enumerate(groups)
     ]
+
+
+def stage_numbers(stages: npt.NDArray[np.object_]) -> npt.NDArray[np.int64]:
+    """Each activity's stage as its number in STAGES, -1 for none, as a Categorical of STAGES
+    numbers them (which hashes 10^5 strings: three comparisons of them cost half)."""
+    numbers = np.full(len(stages), -1, dtype="int64")
+    for number, stage in enumerate(STAGES):
+        numbers[stages == stage] = number
+    return numbers
 
 
 def _stage_overlap(
