@@ -19,9 +19,11 @@ from nsdiag.analysis.program import layout
 from nsdiag.analysis.program.code import _Idle, _most_first
 from nsdiag.analysis.program.timeline import waits
 from nsdiag.analysis.program.timeline.overlap import STAGES, stage_numbers
-from nsdiag.analysis.region.sequence import MIN_MATCH, _fewest_matches
+from nsdiag.analysis.region.sequence import MIN_MATCH, _fewest_matches, _periodic_stretches
 from nsdiag.model.tables import rows_where
 from nsdiag.model.text_codes import distinct_pairs, factorize_text
+from nsdiag.render import text_layout
+from tests.test_latency_sequence import _convolved
 
 DATA = Path(__file__).parent / "data"
 
@@ -199,3 +201,55 @@ def test_a_stretch_twice_is_summed_as_the_groupby_sums_it() -> None:
     got = waits._stretches(rows, names)
     assert got["idle_ns"].tolist() == [3.5]
     pd.testing.assert_frame_equal(got, _stretches_by_groupby(rows, names))
+
+
+WORDS = st.sampled_from(
+    ["kernel", "at::native::vectorized_elementwise_kernel<…>", "->", "2.59", "ms", "µs", "(",
+     "threshold", "<=", "16)", "launches,", "step;", "saved:", "done.", "x" * 130, "(grid", "\n",
+     "  ", "\u00a0", "1,216", "GB/s", "a", "of"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(WORDS, min_size=0, max_size=900),
+    st.integers(1, 6),
+    st.booleans(),
+    st.sampled_from([60, 100, 140]),
+    st.sampled_from(["", "    why: ", "  NSD410 "]),
+)
+def test_a_clipped_paragraph_wraps_as_its_whole_text_does(
+    words: list[str], lines: int, whole_sentence: bool, width: int, prefix: str
+) -> None:
+    text = " ".join(words)
+    got = text_layout.wrap(text, width, prefix, lines, whole_sentence)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(text_layout, "_enough", lambda text, needed: text)
+        whole = text_layout.wrap(text, width, prefix, lines, whole_sentence)
+    assert got == whole
+
+
+def test_a_long_message_is_wrapped_from_its_start() -> None:
+    text = " -> ".join(f"at::native::kernel_{i}<float>" for i in range(3000))
+    assert len(text_layout._enough(text, 500)) < 2000 < len(text)
+    assert text_layout._enough("short text", 500) == "short text"
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), min_size=1, max_size=12),
+    st.integers(1, 30),
+    st.lists(st.integers(0, 400), max_size=12),
+    st.integers(1, 14),
+    st.integers(1, 4),
+)
+def test_stretches_skipped_by_their_count_are_none(
+    body: list[int], repeats: int, strays: list[int], period: int, least: int
+) -> None:
+    """A loop body repeated, with stray launches put in: the periods whose matches the count
+    rules out have no stretch by the convolution's definition either."""
+    codes = body * repeats
+    for at in strays:
+        codes.insert(min(at, len(codes)), 9)
+    array = np.asarray(codes, dtype="int64")
+    assert _periodic_stretches(array, period, least) == _convolved(array, period, least)

@@ -42,9 +42,11 @@ def host_stalls(
     pieces)."""
     if not len(api_calls) or "thread_id" not in api_calls or not windows:
         return {}
-    if only is not None:
-        api_calls = api_calls[np.isin(rank_of(api_calls), list(only))]
     ranks = rank_of(api_calls)
+    if only is not None:
+        mine = np.isin(ranks, list(only))
+        if not mine.all():  # (the ranks a run has are most often all asked for: no copy)
+            api_calls, ranks = api_calls[mine], ranks[mine]
     thread = ranks * (1 << 32) + api_calls["thread_id"].to_numpy("int64")
     codes, names = factorize_text(api_calls["name"].astype(str))  # each distinct name once
     launches = np.array([*("Launch" in n for n in names), False], dtype=bool)[codes]
@@ -53,7 +55,8 @@ def host_stalls(
     edges = np.array([w[0] for w in windows], dtype="float64")
     window = np.searchsorted(edges, starts, side="right") - 1
     closes = np.array([w[1] for w in windows], dtype="float64")
-    keep = np.isin(thread, thread[launches]) & (window >= 0)
+    # against the few launching threads, not every launch's (np.isin sorts both sides)
+    keep = np.isin(thread, pd.unique(thread[launches])) & (window >= 0)
     keep &= ends <= closes[np.clip(window, 0, None)]
     rank, gap = _gaps(ranks[keep], window[keep], starts[keep], ends[keep])
     stalls = pd.DataFrame({"rank": rank, "gap": gap})[gap >= STALL_NS]

@@ -75,14 +75,20 @@ def _periodic_stretches(codes: IntArray, period: int, least: int) -> list[Window
     # match, O(launches) whatever the period (a convolution is O(launches x period): 96 s on a
     # decode loop's 27,274); counted in integers (total[i]: matches before launch i), the
     # window's share against the fewest matches that reach MIN_MATCH
+    fewest = _fewest_matches(period)
+    same = codes[period:] == codes[:-period] if period < n else np.zeros(0, dtype=bool)
+    # A stretch of `least` periods spans least - 1 disjoint windows that each hold `fewest`
+    # matches: a period with fewer in all is no loop's, found without the running sum (most
+    # candidate periods of a step of thousands of launches)
+    if np.count_nonzero(same) < max(least - 1, 1) * fewest:
+        return []
     total = np.zeros(n + 1, dtype="int64")
-    if period < n:
-        np.cumsum(codes[period:] == codes[:-period], out=total[period + 1 :])
+    np.cumsum(same, out=total[period + 1 :])
     ahead = np.full(n, total[n])  # total[min(i + period, n)], by slices
     inside = max(n - period, 0)
     ahead[:inside] = total[period : period + inside]
     good = np.zeros(n + 2, dtype="int8")
-    good[1:-1] = ahead - total[:n] >= _fewest_matches(period)
+    good[1:-1] = ahead - total[:n] >= fewest
     edges = np.flatnonzero(np.diff(good))
     stretches = []
     for start, stop in zip(edges[::2], edges[1::2], strict=True):
