@@ -20,6 +20,7 @@ from nsdiag.analysis.program.code import _Idle, _most_first
 from nsdiag.analysis.program.timeline import waits
 from nsdiag.analysis.program.timeline.overlap import STAGES, stage_numbers
 from nsdiag.analysis.region.sequence import MIN_MATCH, _fewest_matches, _periodic_stretches
+from nsdiag.model import store
 from nsdiag.model.tables import rows_where
 from nsdiag.model.text_codes import distinct_pairs, factorize_text
 from nsdiag.render import text_layout
@@ -253,3 +254,47 @@ def test_stretches_skipped_by_their_count_are_none(
         codes.insert(min(at, len(codes)), 9)
     array = np.asarray(codes, dtype="int64")
     assert _periodic_stretches(array, period, least) == _convolved(array, period, least)
+
+
+def test_wide_text_read_once_only_where_the_first_pass_reads_it_as_text(tmp_path: Path) -> None:
+    """Text that looks like numbers or true/false, or that has a cell missing, is read in a
+    pass of its own; a table whose text is all whole text is read once; either as the one-pass
+    read gives it."""
+    from tests.test_latency_arrays import _one_pass
+
+    dtypes = {f"m{i}": "float64" for i in range(120)} | {
+        "name": "str", "flag": "str", "count": "str", "gone": "str",
+    }  # fmt: skip
+    rows = [
+        {**{f"m{i}": str(i) for i in range(120)},
+         "name": "k<1>", "flag": "True", "count": "3", "gone": ""},
+        {**{f"m{i}": "" for i in range(120)},
+         "name": "k <2>", "flag": "False", "count": "4", "gone": store.MISSING},
+    ]  # fmt: skip
+    path = tmp_path / "raw.csv.gz"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    numeric = {c for c in dtypes if dtypes[c] != "str"}
+    first = pd.read_csv(path, keep_default_na=False, na_values=["", store.MISSING])
+    assert store._read_as_text(first, ["name"])
+    for unsure in ("flag", "count", "gone"):
+        assert not store._read_as_text(first, ["name", unsure])
+    two = store._read_wide(path, numeric, dtypes, {})
+    assert two is not None
+    assert two["flag"].tolist() == ["True", "False"] and two["count"].tolist() == ["3", "4"]
+    assert two["gone"].tolist()[0] == "" and pd.isna(two["gone"].tolist()[1])
+    pd.testing.assert_frame_equal(two, _one_pass(path, dtypes), check_exact=True)
+    whole = {c: t for c, t in dtypes.items() if c in numeric or c == "name"}
+    pd.DataFrame(rows)[list(whole)].to_csv(path, index=False)
+    reads: list[object] = []
+    real = pd.read_csv
+
+    def counted(*args: object, **kwargs: object) -> pd.DataFrame:
+        reads.append(kwargs.get("usecols"))
+        return real(*args, **kwargs)  # type: ignore[call-overload, no-any-return]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(store.pd, "read_csv", counted)
+        once = store._read_wide(path, numeric, whole, {})
+    assert once is not None and reads == [None]  # the first pass alone
+    assert once["name"].tolist() == ["k<1>", "k <2>"]
+    pd.testing.assert_frame_equal(once, _one_pass(path, whole), check_exact=True)
