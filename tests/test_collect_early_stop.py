@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -76,13 +75,12 @@ def test_the_runner_ends_a_run_once_told_and_the_child_keeps_its_report(tmp_path
     script = tmp_path / "fake_ncu.py"
     script.write_text(CHILD)
     report = tmp_path / "report"
-    start = time.monotonic()
     result = runner.run(
         [sys.executable, str(script), str(report)],
         tmp_path / "run.log",
         watch=Watch(4, [sig("kernel_0"), sig("kernel_1")], [], 0.5),
     )
-    assert time.monotonic() - start < 20  # not the 50 s the child would run
+    # ended early, not after the child's 1,000 kernels: counted, not timed
     assert result.stopped_early and result.ok and runner.failure(result, "the run") is None
     assert result.ending is not None and result.ending.kind == "planned"
     assert 4 <= result.profiled < 20
