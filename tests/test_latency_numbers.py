@@ -22,7 +22,7 @@ from nsdiag.analysis.program.timeline.overlap import STAGES, stage_numbers
 from nsdiag.analysis.region.sequence import MIN_MATCH, _fewest_matches, _periodic_stretches
 from nsdiag.model import store
 from nsdiag.model.tables import rows_where
-from nsdiag.model.text_codes import distinct_pairs, factorize_text
+from nsdiag.model.text_codes import distinct_pairs, factorize_all, factorize_text
 from nsdiag.render import text_layout
 from tests.test_latency_sequence import _convolved
 
@@ -76,7 +76,8 @@ def test_rows_where_are_the_masked_rows(rows: list[int]) -> None:
 
 
 def _work(idle: pd.DataFrame) -> SimpleNamespace:
-    return SimpleNamespace(idle=idle, idle_functions=factorize_text(idle["outer"]))
+    codes, functions = factorize_text(idle["outer"])
+    return SimpleNamespace(idle=idle, idle_functions=(codes, functions), idled_in=set(functions))
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -298,3 +299,16 @@ def test_wide_text_read_once_only_where_the_first_pass_reads_it_as_text(tmp_path
     assert once is not None and reads == [None]  # the first pass alone
     assert once["name"].tolist() == ["k<1>", "k <2>"]
     pd.testing.assert_frame_equal(once, _one_pass(path, whole), check_exact=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(["a", "b", "x" * 60, ""]), st.none()), max_size=60))
+def test_factorize_all_numbers_missing_values_as_pandas_does(values: list[object]) -> None:
+    array = np.array(values, dtype=object)
+    codes, uniques = pd.factorize(array, use_na_sentinel=False)
+    got_codes, got_uniques = factorize_all(array)
+    assert got_codes.tolist() == codes.tolist()
+    assert [u is None or u != u for u in got_uniques] == [u is None or u != u for u in uniques]
+    assert [u for u in got_uniques if isinstance(u, str)] == [
+        u for u in uniques if isinstance(u, str)
+    ]

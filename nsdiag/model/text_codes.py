@@ -63,6 +63,18 @@ def factorize_text(
     return renumbered[codes].astype(np.int64), [k for k, g in zip(keys, gone, strict=True) if not g]
 
 
+def factorize_all(
+    values: pd.Series | pd.Index | npt.NDArray[Any],
+) -> tuple[IntArray, list[Any]]:
+    """`pandas.factorize(values, use_na_sentinel=False)`: as `factorize_text`, a missing value
+    numbered too (among the uniques where pandas puts it)."""
+    codes, uniques = factorize_text(values)
+    if not (codes < 0).any():
+        return codes, uniques
+    codes, with_missing = pd.factorize(values, use_na_sentinel=False)
+    return codes.astype(np.int64, copy=False), with_missing.tolist()
+
+
 def _objects(values: pd.Series | pd.Index | npt.NDArray[Any]) -> npt.NDArray[Any] | None:
     """The values as a one-dimensional object array where they are text or objects (a str
     column's own array, not a copy); None for numbers and the like, which pandas numbers."""

@@ -71,6 +71,11 @@ class _Work:
         return factorize_text(self.idle["outer"])
 
     @cached_property
+    def idled_in(self) -> set[str]:
+        """The functions the host idled the GPU in."""
+        return set(self.idle_functions[1])
+
+    @cached_property
     def is_kernel(self) -> np.ndarray:
         """Which activities are kernel launches (the others are copies)."""
         return np.asarray(self.activities["kind"] == "kernel", dtype=bool)
@@ -191,7 +196,7 @@ class _Idle:
 
     def functions(self) -> set[str]:
         """The functions the host idled the GPU in."""
-        return set(self.work.idle_functions[1])
+        return self.work.idled_in
 
     def by_function(self) -> pd.Series:
         """The idle time saved per function, sorted by function: `frame.groupby("outer")`'s

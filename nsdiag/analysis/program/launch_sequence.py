@@ -25,7 +25,7 @@ from nsdiag.analysis.region.windows import launch_times
 from nsdiag.model.kernel_facts import parse_kernel_name
 from nsdiag.model.session import Session
 from nsdiag.model.signature import signature_codes, signature_key, signature_keys
-from nsdiag.model.text_codes import factorize_text
+from nsdiag.model.text_codes import factorize_all
 from nsdiag.model.values import number
 
 COLUMNS = (
@@ -97,10 +97,7 @@ def _ids(found: Sequence[KernelDiagnosis | None]) -> npt.NDArray[np.float64]:
 def _kinds(names: pd.Series) -> npt.NDArray[np.object_]:
     """Each launch's kernel_facts kind, parsed once per distinct name (an array of strings: a
     list of a million would be made and checked again by pandas)."""
-    codes, distinct = factorize_text(names)
-    if (codes < 0).any():  # a missing name: parsed as pandas has it
-        codes, uniques = pd.factorize(names, use_na_sentinel=False)
-        distinct = uniques.tolist()
+    codes, distinct = factorize_all(names)  # a missing name parsed as pandas has it
     kinds = np.array([parse_kernel_name(n).kind or "" for n in distinct], dtype=object)
     return np.asarray(kinds[codes])
 

@@ -61,20 +61,17 @@ def strided_copy(k: KernelDiagnosis) -> bool:
 def _conversions(ctx: ProgramContext) -> pd.DataFrame:
     sequence = ctx.launches
     strided = {signature_key(k.name, "", "")[3] for k in ctx.kernels if strided_copy(k)}
+
     # each distinct name tested once, found by number: long names hashed whole 36,000 times
     # by `unique` and again by `isin` cost 10 ms on a per-parameter optimizer's step
+    def converts(name: str) -> bool:
+        return named_conversion(name) or signature_key(name, "", "")[3] in strided
+
     codes, names = factorize_text(sequence["name"])
     if (codes < 0).any():  # a missing name: as pandas matches it
-        marked = {
-            n
-            for n in sequence["name"].unique()
-            if named_conversion(n) or signature_key(n, "", "")[3] in strided
-        }
+        marked = {n for n in sequence["name"].unique() if converts(n)}
         return sequence[sequence["name"].isin(marked)]
-    hit = np.array(
-        [named_conversion(n) or signature_key(n, "", "")[3] in strided for n in names], dtype=bool
-    )
-    return sequence[hit[codes]]
+    return sequence[np.array([converts(n) for n in names], dtype=bool)[codes]]
 
 
 def layout_conversions(rule: RuleSpec, ctx: ProgramContext) -> list[Finding]:

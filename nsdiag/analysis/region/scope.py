@@ -52,11 +52,13 @@ def restrict(session: Session, region: Region) -> Session:
         for w_start, w_end in region.windows:
             overlaps |= (starts < w_end) & (ends > w_start)
         nvtx = rows_where(nvtx, overlaps)
+    else:
+        nvtx = nvtx.reset_index(drop=True)
     return replace(
         session,
         timeline=rows_where(timeline, inside),
         api_calls=rows_where(api, api_inside) if len(api) else api,
-        nvtx_ranges=nvtx.reset_index(drop=True),
+        nvtx_ranges=nvtx,
     )
 
 
